@@ -1,0 +1,369 @@
+"""The binlog as a replica sees it, in our own event types.
+
+This is the only module that imports python-mysql-replication. The library handles the
+replication protocol and event framing; row images are decoded by our compiled per-table
+decoders (:mod:`cdc_ingest.capture.decoder`), straight from the event buffer.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.event import (
+    GtidEvent,
+    HeartbeatLogEvent,
+    MariadbGtidEvent,
+    QueryEvent,
+    RotateEvent,
+    XidEvent,
+)
+from pymysqlreplication.gtid import Gtid, GtidSet
+from pymysqlreplication.json_binary import parse_json
+from pymysqlreplication.row_event import (
+    DeleteRowsEvent,
+    TableMapEvent,
+    UpdateRowsEvent,
+    WriteRowsEvent,
+)
+
+from cdc_ingest.capture.decoder import RowDecoder, compile_decoder, failing_column
+from cdc_ingest.capture.schema import ColumnSpec, FieldType, TableSchema
+from cdc_ingest.errors import PositionPurgedError, SourceError
+from cdc_ingest.model import Position
+
+log = logging.getLogger(__name__)
+
+ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
+
+
+@dataclass(frozen=True, slots=True)
+class TxBegin:
+    gtid: str | None
+    file: str
+    pos: int
+    ts: int
+
+
+@dataclass(frozen=True, slots=True)
+class TxCommit:
+    ts: int
+    file: str
+    pos: int
+
+
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """Row images of one rows event: ``kind`` is ``I``, ``U`` or ``D``."""
+
+    kind: str
+    schema: TableSchema
+    rows: list[tuple[list[Any] | None, list[Any] | None]]
+    ts: int
+    where: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ddl:
+    db: str
+    sql: str
+    ts: int
+    file: str
+    pos: int
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    file: str
+    pos: int
+
+
+BinlogEvent = TxBegin | TxCommit | Rows | Ddl | Heartbeat
+# (db, table) -> names of TINYINT(1) columns, and the key columns in key order (the primary
+# key, or the configured key columns of a table without one)
+CatalogLookup = Callable[[str, str], tuple[frozenset[str], tuple[str, ...]]]
+TableFilter = Callable[[str, str], bool]
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    host: str
+    port: int
+    user: str
+    password: str
+    connect_timeout: float = 30.0
+
+    def as_pymysql(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "port": self.port,
+            "user": self.user,
+            "passwd": self.password,
+            "connect_timeout": self.connect_timeout,
+            "charset": "utf8mb4",
+        }
+
+    def __repr__(self) -> str:
+        return f"ConnectionSettings(host={self.host!r}, port={self.port}, user={self.user!r})"
+
+
+def mysql_json_text(data: bytes) -> str:
+    """MySQL's binary JSON as its JSON text (MariaDB stores JSON as text already)."""
+    if not data:
+        return "null"
+    value = parse_json(data[0], data[1:])
+    return json.dumps(_plain(value), ensure_ascii=False)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, dict):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+class SchemaCache:
+    """TableMap -> (TableSchema, decoder), compiled once per distinct column layout."""
+
+    def __init__(self, catalog: CatalogLookup) -> None:
+        self._catalog = catalog
+        self._by_signature: dict[tuple[object, ...], tuple[TableSchema, RowDecoder]] = {}
+
+    def resolve(self, table_map: Any) -> tuple[TableSchema, RowDecoder]:
+        signature = _signature(table_map)
+        hit = self._by_signature.get(signature)
+        if hit is None:
+            schema = self._build(table_map, signature)
+            hit = (schema, compile_decoder(schema, mysql_json_text))
+            self._by_signature[signature] = hit
+        return hit
+
+    def forget(self, db: str, table: str) -> None:
+        """Drop what we know of a table after DDL (catalog facts may have changed)."""
+        for key in [k for k in self._by_signature if k[0] == db and k[1] == table]:
+            del self._by_signature[key]
+
+    def _build(self, table_map: Any, signature: tuple[object, ...]) -> TableSchema:
+        db, table = table_map.schema, table_map.table
+        booleans, catalog_keys = self._catalog(db, table)
+        columns = tuple(_column_spec(c, booleans) for c in table_map.columns)
+        in_binlog = tuple(c.name for c in table_map.columns if c.is_primary)
+        # The catalog knows the key order (PRIMARY KEY (b, a)); the binlog only membership.
+        pk = catalog_keys if set(catalog_keys) == set(in_binlog) else in_binlog
+        return TableSchema(db, table, columns, pk, signature)
+
+
+def _signature(table_map: Any) -> tuple[object, ...]:
+    cols = tuple(
+        (c.type, c.name, c.unsigned, c.is_primary, c.character_set_name, _meta(c))
+        for c in table_map.columns
+    )
+    return (table_map.schema, table_map.table, cols)
+
+
+def _meta(c: Any) -> tuple[object, ...]:
+    return (
+        getattr(c, "max_length", None),
+        getattr(c, "length_size", None),
+        getattr(c, "precision", None),
+        getattr(c, "decimals", None),
+        getattr(c, "fsp", None),
+        getattr(c, "bits", None),
+        getattr(c, "size", None),
+        tuple(c.enum_values or ()),
+        tuple(c.set_values or ()),
+    )
+
+
+def _column_spec(c: Any, booleans: frozenset[str]) -> ColumnSpec:
+    length = getattr(c, "max_length", None) or getattr(c, "length_size", None) or 0
+    if c.type in (FieldType.ENUM, FieldType.SET):
+        length = c.size
+    labels = tuple((c.enum_values or [""])[1:]) if c.type == FieldType.ENUM else ()
+    if c.type == FieldType.SET:
+        labels = tuple(c.set_values or ())
+    return ColumnSpec(
+        name=c.name,
+        type=c.type,
+        unsigned=bool(c.unsigned),
+        length=int(length),
+        precision=getattr(c, "precision", 0) or 0,
+        scale=getattr(c, "decimals", 0) or 0,
+        fsp=getattr(c, "fsp", 0) or 0,
+        bits=getattr(c, "bits", 0) or 0,
+        encoding=c.character_set_name,
+        labels=labels,
+        as_boolean=c.type == FieldType.TINY and c.name in booleans,
+    )
+
+
+_ROW_KINDS = {WriteRowsEvent: "I", UpdateRowsEvent: "U", DeleteRowsEvent: "D"}
+
+
+class BinlogReader:
+    """Iterates binlog events from a position, decoding the rows of captured tables only."""
+
+    def __init__(
+        self,
+        settings: ConnectionSettings,
+        server_id: int,
+        start: Position,
+        captured: TableFilter,
+        catalog: CatalogLookup,
+        mariadb: bool,
+        heartbeat_seconds: float,
+    ) -> None:
+        self._captured = captured
+        self._schemas = SchemaCache(catalog)
+        self._start = start
+        self._file = start.file or ""
+        kwargs: dict[str, Any] = {}
+        if start.gtid_set is not None and (start.gtid_set or not start.file):
+            kwargs["auto_position"] = start.gtid_set
+        else:
+            kwargs["log_file"] = start.file
+            kwargs["log_pos"] = start.pos
+            kwargs["resume_stream"] = True
+        self._stream = BinLogStreamReader(
+            connection_settings=settings.as_pymysql(),
+            server_id=server_id,
+            blocking=True,
+            is_mariadb=mariadb,
+            slave_heartbeat=heartbeat_seconds,
+            only_events=[
+                MariadbGtidEvent,
+                GtidEvent,
+                QueryEvent,
+                XidEvent,
+                RotateEvent,
+                HeartbeatLogEvent,
+                TableMapEvent,
+                WriteRowsEvent,
+                UpdateRowsEvent,
+                DeleteRowsEvent,
+            ],
+            enable_logging=False,
+            **kwargs,
+        )
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def set_resume_gtid(self, gtid_set: str) -> None:
+        """Where the library reconnects after a dropped connection (it retries on its own)."""
+        if self._stream.auto_position is not None:
+            self._stream.auto_position = gtid_set
+
+    def events(self) -> Iterator[BinlogEvent]:
+        try:
+            for ev in self._stream:
+                out = self._translate(ev)
+                if out is not None:
+                    yield out
+        except pymysql.err.OperationalError as exc:
+            code = exc.args[0] if exc.args else None
+            if code == ER_MASTER_FATAL_ERROR_READING_BINLOG:
+                raise PositionPurgedError(
+                    f"MySQL cannot send the binlog from position {self._start.describe()!r}: "
+                    f"{exc.args[1] if len(exc.args) > 1 else exc}. The binlog files it needs "
+                    "were purged (or the position never existed). Fix: start again with "
+                    "scan.startup.mode: latest-offset (changes made while capture was away are "
+                    "then missed; re-snapshot to get them), or restore the binlog files; "
+                    "raise binlog_expire_logs_seconds so it does not happen again."
+                ) from exc
+            raise SourceError(f"binlog stream failed: {exc}") from exc
+
+    def _translate(self, ev: Any) -> BinlogEvent | None:
+        kind = _ROW_KINDS.get(type(ev))
+        if kind is not None:
+            return self._rows(ev, kind)
+        where_pos = ev.packet.log_pos
+        if isinstance(ev, (MariadbGtidEvent, GtidEvent)):
+            return TxBegin(ev.gtid, self._stream.log_file, where_pos - ev.packet.event_size,
+                           ev.timestamp)
+        if isinstance(ev, XidEvent):
+            return TxCommit(ev.timestamp, self._stream.log_file, where_pos)
+        if isinstance(ev, QueryEvent):
+            sql = ev.query.strip()
+            upper = sql[:8].upper()
+            if upper.startswith("BEGIN"):
+                return None
+            if upper.startswith("COMMIT"):
+                return TxCommit(ev.timestamp, self._stream.log_file, where_pos)
+            db = ev.schema.decode() if isinstance(ev.schema, bytes) else str(ev.schema or "")
+            return Ddl(db, sql, ev.timestamp, self._stream.log_file, where_pos)
+        if isinstance(ev, (HeartbeatLogEvent, RotateEvent)):
+            return Heartbeat(self._stream.log_file, self._stream.log_pos)
+        return None
+
+    def _rows(self, ev: Any, kind: str) -> Rows | None:
+        if not self._captured(ev.schema, ev.table):
+            return None
+        schema, decode = self._schemas.resolve(ev.table_map[ev.table_id])
+        where = f"{self._stream.log_file}:{ev.packet.log_pos}"
+        present = (1 << ev.number_of_columns) - 1
+        bitmaps = [ev.columns_present_bitmap]
+        if kind == "U":
+            bitmaps.append(ev.columns_present_bitmap2)
+        for bitmap in bitmaps:
+            if int.from_bytes(bitmap, "little") & present != present:
+                raise SourceError(
+                    f"{schema.db}.{schema.table} at {where}: the row image lacks columns, so "
+                    "binlog_row_image is not FULL. Fix: SET GLOBAL binlog_row_image=FULL "
+                    "(and binlog_row_image=FULL in my.cnf), then restart capture."
+                )
+        pkt = ev.packet.packet
+        raw: bytes = pkt._data
+        off: int = pkt._position
+        end = off + (ev.event_size - ev.packet.read_bytes)
+        rows: list[tuple[list[Any] | None, list[Any] | None]] = []
+        try:
+            while off < end:
+                first, off = decode(raw, off)
+                if kind == "U":
+                    second, off = decode(raw, off)
+                    rows.append((first, second))
+                elif kind == "I":
+                    rows.append((None, first))
+                else:
+                    rows.append((first, None))
+        except Exception as exc:  # noqa: BLE001 - re-raised with table, column and position
+            column = failing_column(schema, exc)
+            raise SourceError(
+                f"cannot represent a value of {schema.db}.{schema.table}.{column} at binlog "
+                f"{where}: {exc!r}. Nothing after it was captured; fix the value or the "
+                "column definition, or exclude the table, then restart capture."
+            ) from exc
+        return Rows(kind, schema, rows, ev.timestamp, where)
+
+
+def advance_gtid_set(gtid_set: str, gtid: str) -> str:
+    """``gtid_set`` plus one executed GTID (MariaDB ``d-s-n`` or MySQL ``uuid:n``)."""
+    if ":" in gtid:
+        merged = GtidSet(gtid_set or "")
+        merged = merged + Gtid(gtid)
+        return str(merged).replace("\n", "")
+    domain, _server, seq = gtid.split("-")
+    parts = [p.strip() for p in gtid_set.split(",") if p.strip()] if gtid_set else []
+    out = []
+    replaced = False
+    for part in parts:
+        if part.split("-", 1)[0] == domain:
+            replaced = True
+            if int(part.rsplit("-", 1)[1]) >= int(seq):
+                out.append(part)
+                continue
+            out.append(gtid)
+        else:
+            out.append(part)
+    if not replaced:
+        out.append(gtid)
+    return ",".join(sorted(out, key=lambda p: int(p.split("-", 1)[0])))

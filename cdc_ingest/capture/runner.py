@@ -1,0 +1,292 @@
+"""The capture process: binlog -> changelog topic, exactly once (DESIGN section 5, hop 1)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from types import FrameType
+from typing import Any
+
+from cdc_ingest.capture.binlog import (
+    BinlogReader,
+    ConnectionSettings,
+    Ddl,
+    Heartbeat,
+    Rows,
+    TxBegin,
+    TxCommit,
+    advance_gtid_set,
+)
+from cdc_ingest.capture.catalog import Catalog
+from cdc_ingest.capture.changes import KeyPlan, ddl_message, row_messages
+from cdc_ingest.capture.ddl import tables_of
+from cdc_ingest.capture.positions import PositionStore
+from cdc_ingest.capture.progress import Progress
+from cdc_ingest.capture.startup import StartupSpec, resolve_start
+from cdc_ingest.capture.schema import TableSchema
+from cdc_ingest.errors import PositionPurgedError, SourceError
+from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer
+from cdc_ingest.model import Position
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CaptureOptions:
+    pipeline: str
+    connection: ConnectionSettings
+    server_id: int
+    kafka: dict[str, Any] = field(repr=False)
+    changelog_topic: str
+    offsets_topic: str
+    partitions: int
+    captured: Callable[[str, str], bool]
+    startup: StartupSpec
+    key_columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    max_rows: int = 5000
+    max_interval_s: float = 1.0
+    heartbeat_s: float = 30.0
+    connect_retries: int = 3
+    log_interval_s: float = 10.0
+    replication_factor: int = 1
+
+    @property
+    def transactional_id(self) -> str:
+        return f"cdc-ingest.{self.pipeline}.capture"
+
+
+class _Batch:
+    """What the open Kafka transaction holds."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.started = time.monotonic()
+        self.open = False
+
+
+class Capture:
+    def __init__(self, options: CaptureOptions) -> None:
+        self.o = options
+        self._stop = False
+        self._catalog = Catalog(options.connection, options.key_columns, options.connect_retries)
+        self._producer = TransactionalProducer(options.kafka, options.transactional_id)
+        self._store = PositionStore(options.kafka, options.offsets_topic)
+        self._plans: dict[int, KeyPlan] = {}
+        self._batch = _Batch()
+        self._progress = Progress(options.log_interval_s, self._catalog)
+        # Where capture stands: what the next position record will say.
+        self._pos = Position()
+        self._committed = Position()
+        self._last_commit = time.monotonic()
+        self._tx: TxBegin | None = None
+        self._tx_rows = 0
+        self._skip_rows = 0
+        self._skip_tx = False
+        self._seen_gtid = ""
+        self._skip_before_ts = 0
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def request_stop(self, signum: int = 0, frame: FrameType | None = None) -> None:
+        log.info("stop requested (signal %s): finishing the open transaction", signum)
+        self._stop = True
+
+    def run(self) -> None:
+        """Capture until stopped. Raises FencedError when another capture takes over."""
+        self._prepare_topics()
+        # Registering the transactional id aborts whatever a killed predecessor left open,
+        # so the position read next is the last one that really committed.
+        self._producer.init()
+        start = self._resume_position()
+        reader = BinlogReader(
+            self.o.connection,
+            self.o.server_id,
+            start,
+            self.o.captured,
+            self._catalog.table_facts,
+            self._catalog.is_mariadb,
+            min(self.o.heartbeat_s, max(self.o.max_interval_s, 1.0)),
+        )
+        log.info("capture %s starts at %s", self.o.pipeline, start.describe() or "binlog head")
+        try:
+            self._loop(reader)
+        finally:
+            reader.close()
+            self._catalog.close()
+        log.info("capture stopped at %s", self._committed.describe())
+
+    def _prepare_topics(self) -> None:
+        admin = TopicAdmin(self.o.kafka)
+        admin.ensure(
+            TopicSpec(self.o.changelog_topic, self.o.partitions, self.o.replication_factor)
+        )
+        admin.ensure(
+            TopicSpec(self.o.offsets_topic, 1, self.o.replication_factor,
+                      {"cleanup.policy": "compact"})
+        )
+        self._partitions = admin.partitions(self.o.changelog_topic) or self.o.partitions
+
+    def _resume_position(self) -> Position:
+        saved = self._store.load()
+        if saved is not None:
+            log.info("resuming from committed position %s", saved.describe())
+            start = saved
+        else:
+            start = resolve_start(self.o.startup, self._catalog)
+            if self.o.startup.mode == "timestamp" and self.o.startup.timestamp_ms:
+                self._skip_before_ts = self.o.startup.timestamp_ms // 1000
+        why = self._catalog.purged_before(start)
+        if why is not None:
+            raise PositionPurgedError(
+                f"cannot resume capture of pipeline {self.o.pipeline!r} at "
+                f"{start.describe()!r}: {why}. Fix: restart with scan.startup.mode: "
+                "latest-offset and a new pipeline.name (changes made meanwhile are missed "
+                "unless you snapshot again), and raise binlog_expire_logs_seconds."
+            )
+        self._pos = start
+        self._committed = start
+        self._seen_gtid = start.gtid_set or ""
+        self._skip_rows = start.rows_done
+        return start
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def _loop(self, reader: BinlogReader) -> None:
+        for ev in reader.events():
+            if isinstance(ev, Rows):
+                self._on_rows(ev)
+            elif isinstance(ev, TxBegin):
+                self._on_begin(ev)
+            elif isinstance(ev, TxCommit):
+                self._on_commit(ev.file, ev.pos, ev.ts)
+                reader.set_resume_gtid(self._committed.gtid_set or "")
+            elif isinstance(ev, Ddl):
+                self._on_ddl(ev)
+                self._on_commit(ev.file, ev.pos, ev.ts)
+            elif isinstance(ev, Heartbeat) and self._tx is None:
+                self._pos = replace(self._pos, file=ev.file, pos=ev.pos)
+            self._maybe_commit()
+            if self._stop:
+                break
+        self._commit()
+
+    def _on_begin(self, ev: TxBegin) -> None:
+        self._tx = ev
+        self._tx_rows = 0
+        self._skip_tx = (ev.gtid is not None and self._already_done(ev.gtid)) or (
+            ev.ts < self._skip_before_ts
+        )
+        if not self._skip_tx:
+            self._skip_before_ts = 0
+        if self._skip_rows and self._pos.tx_gtid not in (None, ev.gtid):
+            raise SourceError(
+                f"resumed inside transaction {self._pos.tx_gtid} but the server sent "
+                f"{ev.gtid} first; refusing to guess which rows are already captured. "
+                "Fix: report this with the binlog around that position."
+            )
+        self._pos = replace(self._pos, tx_gtid=ev.gtid, file=ev.file, pos=ev.pos,
+                            rows_done=0, ts_ms=ev.ts * 1000)
+
+    def _already_done(self, gtid: str) -> bool:
+        """A transaction the library re-sent after reconnecting on its own."""
+        return advance_gtid_set(self._seen_gtid, gtid) == self._seen_gtid and bool(
+            self._seen_gtid
+        )
+
+    def _on_rows(self, ev: Rows) -> None:
+        if self._skip_tx:
+            return
+        plan = self._plan(ev.schema, ev.where)
+        prefix = self._pos.tx_gtid or f"{self._pos.file}:{self._pos.pos}"
+        for before, after in ev.rows:
+            self._tx_rows += 1
+            if self._tx_rows <= self._skip_rows:
+                continue
+            pos = f"{prefix}#{self._tx_rows}"
+            self._open()
+            for key, value in row_messages(ev, plan, before, after, pos):
+                self._producer.produce(self.o.changelog_topic, key, value,
+                                       timestamp_ms=ev.ts * 1000)
+            self._batch.rows += 1
+            self._progress.rows += 1
+            if self._batch.rows >= self.o.max_rows:
+                self._pos = replace(self._pos, rows_done=self._tx_rows)
+                self._commit()
+        self._pos = replace(self._pos, rows_done=self._tx_rows, ts_ms=ev.ts * 1000)
+        self._progress.event_ts = ev.ts
+
+    def _plan(self, schema: TableSchema, where: str) -> KeyPlan:
+        plan = self._plans.get(id(schema))
+        if plan is None:
+            plan = KeyPlan(schema, where)
+            self._plans[id(schema)] = plan
+        return plan
+
+    def _on_commit(self, file: str, pos: int, ts: int) -> None:
+        gtid = self._tx.gtid if self._tx is not None else None
+        if gtid is not None:
+            self._seen_gtid = advance_gtid_set(self._seen_gtid, gtid)
+        self._pos = Position(
+            gtid_set=self._seen_gtid if gtid is not None else self._pos.gtid_set,
+            file=file, pos=pos, ts_ms=ts * 1000,
+        )
+        self._tx = None
+        self._skip_rows = 0
+        self._skip_tx = False
+        self._progress.event_ts = ts
+
+    def _on_ddl(self, ev: Ddl) -> None:
+        if self._skip_tx:
+            return
+        for db, table in tables_of(ev.sql, ev.db):
+            self._catalog.forget(db, table)
+            if not self.o.captured(db, table):
+                continue
+            log.info("DDL on %s.%s at %s:%s: %s", db, table, ev.file, ev.pos, ev.sql[:200])
+            value = ddl_message(db, table, ev.sql, ev.ts, f"{ev.file}:{ev.pos}")
+            self._open()
+            # Every partition gets it, in order with the rows around it.
+            for partition in range(self._partitions):
+                self._producer.produce(self.o.changelog_topic, None, value,
+                                       partition=partition, timestamp_ms=ev.ts * 1000)
+
+    # -- transactions --------------------------------------------------------------------
+
+    def _open(self) -> None:
+        if not self._batch.open:
+            self._producer.begin()
+            self._batch = _Batch()
+            self._batch.open = True
+
+    def _maybe_commit(self) -> None:
+        now = time.monotonic()
+        if self._batch.open:
+            if now - self._batch.started >= self.o.max_interval_s:
+                self._commit()
+        elif self._pos != self._committed and now - self._last_commit >= self.o.heartbeat_s:
+            # Nothing captured, but the binlog moved on: advance the committed position so
+            # a restart never needs binlog files the server may purge meanwhile.
+            self._commit()
+        self._progress.maybe_log(self._committed)
+
+    def _commit(self) -> None:
+        """Exactly-once hop 1: the records and the position they lead to, atomically."""
+        if not self._batch.open and self._pos == self._committed:
+            return
+        # 1. A transaction is open (begin it if only the position moves).
+        self._open()
+        # 2. The position record joins the records already produced in it.
+        self._store.produce(self._producer, self._pos)
+        # 3. Commit: records and position become visible together, or neither does.
+        self._producer.commit()
+        self._batch.open = False
+        self._committed = self._pos
+        self._last_commit = time.monotonic()
+
+
+def install_signal_handlers(capture: Capture) -> None:
+    signal.signal(signal.SIGTERM, capture.request_stop)
+    signal.signal(signal.SIGINT, capture.request_stop)

@@ -1,0 +1,80 @@
+"""What capture knows about a captured table: its columns as the binlog describes them.
+
+Built from a binlog TableMap event (plus the tinyint(1) widths, which only the catalog knows),
+compiled once into a row decoder and cached by :attr:`TableSchema.signature`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class FieldType:
+    """MySQL binlog column type codes (``enum_field_types``)."""
+
+    DECIMAL = 0
+    TINY = 1
+    SHORT = 2
+    LONG = 3
+    FLOAT = 4
+    DOUBLE = 5
+    NULL = 6
+    TIMESTAMP = 7
+    LONGLONG = 8
+    INT24 = 9
+    DATE = 10
+    TIME = 11
+    DATETIME = 12
+    YEAR = 13
+    NEWDATE = 14
+    VARCHAR = 15
+    BIT = 16
+    TIMESTAMP2 = 17
+    DATETIME2 = 18
+    TIME2 = 19
+    JSON = 245
+    NEWDECIMAL = 246
+    ENUM = 247
+    SET = 248
+    TINY_BLOB = 249
+    MEDIUM_BLOB = 250
+    LONG_BLOB = 251
+    BLOB = 252
+    VAR_STRING = 253
+    STRING = 254
+    GEOMETRY = 255
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnSpec:
+    """One column as the binlog encodes it.
+
+    ``length`` is the type's metadata that sizes the value: max byte length for
+    CHAR/VARCHAR/BINARY, length-prefix size for BLOB/TEXT/JSON/GEOMETRY, byte size for
+    ENUM/SET. ``encoding`` is the Python codec of a text column, ``"binary"`` for binary data.
+    """
+
+    name: str
+    type: int
+    unsigned: bool = False
+    length: int = 0
+    precision: int = 0
+    scale: int = 0
+    fsp: int = 0
+    bits: int = 0
+    encoding: str | None = None
+    labels: tuple[str, ...] = ()
+    as_boolean: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TableSchema:
+    db: str
+    table: str
+    columns: tuple[ColumnSpec, ...]
+    primary_key: tuple[str, ...]
+    signature: tuple[object, ...] = field(default=(), compare=False)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)

@@ -1,0 +1,148 @@
+"""``sink:`` - the Kafka cluster and how rows are written (VVR ``type: upsert-kafka``)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, PlainValidator, model_validator
+
+from cdc_ingest.config.durations import Duration
+from cdc_ingest.config.problems import PASS_THROUGH_PREFIX, problem, raise_problems
+from cdc_ingest.config.types import ConfigModel, MaskedDict, SafeId, choice
+
+# Formats the upsert-kafka references name; we write JSON only (DESIGN section 4).
+_OTHER_FORMATS = frozenset(
+    {"csv", "avro", "avro-confluent", "debezium-json", "canal-json", "maxwell-json", "raw",
+     "protobuf", "debezium-avro-confluent", "ogg-json"}
+)
+# Settings cdc-ingest owns: a user value would silently break keys, values or fencing.
+_MANAGED_PROPERTIES = {
+    "key.serializer": "keys are always JSON",
+    "value.serializer": "values are always JSON",
+    "key.deserializer": "keys are always JSON",
+    "value.deserializer": "values are always JSON",
+    "transactional.id": "set sink.transactional-id-prefix instead",
+}
+
+
+class DeliveryGuarantee(StrEnum):
+    NONE = "none"
+    AT_LEAST_ONCE = "at-least-once"
+    EXACTLY_ONCE = "exactly-once"
+
+
+class ValueFieldsInclude(StrEnum):
+    ALL = "ALL"
+    EXCEPT_KEY = "EXCEPT_KEY"
+
+
+def _format(value: Any) -> str:
+    text = str(value).strip().lower()
+    if text == "json":
+        return text
+    fix = "only json is supported: set it to json or remove the option"
+    if text in _OTHER_FORMATS:
+        raise problem("names a format cdc-ingest does not write", fix)
+    raise problem("is not a known format", fix)
+
+
+def _property_value(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"  # librdkafka wants lower case, YAML gives True
+    if isinstance(value, str | int | float):
+        return str(value)
+    raise problem(f"'{PASS_THROUGH_PREFIX}{key}' must be a single value",
+                  "write it on one line; lists are comma-separated text in Kafka settings")
+
+
+def _properties(value: Any) -> MaskedDict:
+    if not isinstance(value, dict):
+        raise problem("must be a mapping of Kafka settings", "write properties.<setting>: value")
+    return MaskedDict({str(k): _property_value(str(k), v) for k, v in value.items()})
+
+
+KafkaFormat = Annotated[str, PlainValidator(_format)]
+Delivery = Annotated[DeliveryGuarantee, choice(DeliveryGuarantee)]
+FieldsInclude = Annotated[ValueFieldsInclude, choice(ValueFieldsInclude)]
+Properties = Annotated[MaskedDict, PlainValidator(_properties)]
+
+
+class UpsertKafkaSinkDef(ConfigModel):
+    """Where rows go. Every ``properties.<setting>`` is handed to the Kafka client unchanged."""
+
+    accepts_properties = True  # for the "supported options" list in error messages
+
+    type: Literal["upsert-kafka"] = Field(examples=["upsert-kafka"])
+    name: str | None = Field(None, description="a display name for logs")
+    properties: Properties = Field(
+        MaskedDict(), description="Kafka client settings, 'properties.' stripped; "
+        "secret values are masked in repr")
+    sink_delivery_guarantee: Delivery = Field(
+        DeliveryGuarantee.AT_LEAST_ONCE, alias="sink.delivery-guarantee")
+    sink_add_table_id_to_header_enabled: bool = Field(
+        False, alias="sink.add-tableId-to-header-enabled",
+        description="add namespace, schemaName and tableName headers")
+    sink_buffer_flush_max_rows: int = Field(0, alias="sink.buffer-flush.max-rows", ge=0,
+                                            description="rows buffered per key; 0 disables")
+    sink_buffer_flush_interval: Duration = Field(
+        timedelta(0), alias="sink.buffer-flush.interval", description="0 disables buffering")
+    value_fields_include: FieldsInclude = Field(ValueFieldsInclude.ALL,
+                                                alias="value.fields-include")
+    key_format: KafkaFormat = Field("json", alias="key.format")
+    value_format: KafkaFormat = Field("json", alias="value.format")
+    # Our own options: used when cdc-ingest creates a missing sink topic; unset means the
+    # broker's defaults (num.partitions, default.replication.factor).
+    topic_partitions: int | None = Field(None, alias="topic.partitions", ge=1)
+    topic_replication_factor: int | None = Field(None, alias="topic.replication-factor", ge=1)
+    sink_transactional_id_prefix: SafeId | None = Field(
+        None, alias="sink.transactional-id-prefix",
+        description="prefix of the Kafka transactional ids; default cdc-ingest.<pipeline name>")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_properties(cls, data: Any) -> Any:
+        """Fold the flat ``properties.*`` keys of the YAML into one mapping."""
+        if not isinstance(data, dict):
+            return data
+        rest = {k: v for k, v in data.items() if not str(k).startswith(PASS_THROUGH_PREFIX)}
+        given = data.get("properties")
+        gathered = dict(given) if isinstance(given, dict) else {}
+        prefix = len(PASS_THROUGH_PREFIX)
+        gathered.update(
+            {str(k)[prefix:]: v for k, v in data.items() if str(k).startswith(PASS_THROUGH_PREFIX)}
+        )
+        return {**rest, "properties": gathered if given is None or gathered else given}
+
+    @property
+    def buffer_flush_enabled(self) -> bool:
+        return self.sink_buffer_flush_max_rows > 0 and self.sink_buffer_flush_interval > timedelta(0)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> UpsertKafkaSinkDef:
+        found: list[tuple[tuple[str | int, ...], str, str]] = []
+        if not self.properties.get("bootstrap.servers", "").strip():
+            found.append(((PASS_THROUGH_PREFIX + "bootstrap.servers",),
+                          "required option is missing",
+                          "add 'properties.bootstrap.servers: host1:9092,host2:9092'"))
+        for key, why in _MANAGED_PROPERTIES.items():
+            if key in self.properties:
+                found.append(((PASS_THROUGH_PREFIX + key,), "is managed by cdc-ingest",
+                              f"remove it: {why}"))
+        if (self.sink_buffer_flush_max_rows > 0) != (self.sink_buffer_flush_interval > timedelta(0)):
+            found.append((("sink.buffer-flush.max-rows",),
+                          "and sink.buffer-flush.interval must both be above zero to buffer",
+                          "set both above zero to enable buffering, or both to 0"))
+        idempotence = self.properties.get("enable.idempotence", "true").lower()
+        if self.sink_delivery_guarantee is DeliveryGuarantee.EXACTLY_ONCE and idempotence == "false":
+            found.append(((PASS_THROUGH_PREFIX + "enable.idempotence",),
+                          "must not be false with sink.delivery-guarantee: exactly-once",
+                          "remove properties.enable.idempotence"))
+        raise_problems("sink", found)
+        return self
+
+    def __repr_args__(self) -> Any:
+        # MaskedDict masks itself; this keeps repr readable by leaving out the defaults.
+        return [(k, v) for k, v in super().__repr_args__() if k in self.model_fields_set or k in
+                ("type", "properties", "sink_delivery_guarantee")]

@@ -1,0 +1,145 @@
+"""``source:`` - the MySQL/MariaDB server and tables to capture (Flink CDC ``type: mysql``)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Literal
+
+from pydantic import Field, SecretStr, model_validator
+
+from cdc_ingest.config.durations import Duration, PositiveDuration
+from cdc_ingest.config.problems import raise_problems
+from cdc_ingest.config.source_types import (
+    ExcludedTables,
+    KeyColumns,
+    ServerId,
+    StartupMode,
+    StartupModeOption,
+    Tables,
+    TimeZone,
+    selector,
+)
+from cdc_ingest.config.types import ConfigModel, FrozenDict
+
+_OFFSET = "scan.startup.specific-offset."
+_SPECIFIC_OFFSET_OPTIONS = {
+    "scan_startup_specific_offset_file": _OFFSET + "file",
+    "scan_startup_specific_offset_pos": _OFFSET + "pos",
+    "scan_startup_specific_offset_gtid_set": _OFFSET + "gtid-set",
+    "scan_startup_specific_offset_skip_events": _OFFSET + "skip-events",
+    "scan_startup_specific_offset_skip_rows": _OFFSET + "skip-rows",
+}
+
+
+class MySqlSourceDef(ConfigModel):
+    """Where to read changes from. Option names and defaults follow Flink CDC's MySQL source."""
+
+    type: Literal["mysql"] = Field(description="the source kind; only mysql", examples=["mysql"])
+    name: str | None = Field(None, description="a display name for logs")
+    hostname: str = Field(description="MySQL host name or IP", examples=["db.example.com"])
+    port: int = Field(3306, ge=1, le=65535, description="MySQL port")
+    username: str = Field(description="a user with REPLICATION SLAVE, REPLICATION CLIENT, "
+                          "SELECT", examples=["cdc"])
+    password: SecretStr = Field(description="that user's password",
+                                examples=["${MYSQL_PASSWORD}"])
+    tables: Tables = Field(description="table selector, e.g. shop.\\.*, app.order_[0-9]+",
+                           examples=["shop.\\.*"])
+    tables_exclude: ExcludedTables | None = Field(
+        None, alias="tables.exclude", description="tables to leave out, same syntax as tables")
+    # Our own option (Flink CDC has no equivalent): key columns for tables without a primary
+    # key, as selector -> "col1,col2". The first entry (in YAML order) that matches wins.
+    tables_key_columns: KeyColumns = Field(
+        FrozenDict(), alias="tables.key-columns",
+        description="mapping of table selector to key columns, e.g. app.audit_log: id,ts")
+    server_id: ServerId = Field(alias="server-id", examples=["5400"],
+                                description="replica server id or range, e.g. 5400-5404")
+    server_time_zone: TimeZone = Field("UTC", alias="server-time-zone",
+                                       description="the server's session time zone")
+    scan_startup_mode: StartupModeOption = Field(
+        StartupMode.INITIAL, alias="scan.startup.mode", description="where capture starts")
+    scan_startup_specific_offset_file: str | None = Field(None, alias=_OFFSET + "file")
+    scan_startup_specific_offset_pos: int | None = Field(None, alias=_OFFSET + "pos", ge=0)
+    scan_startup_specific_offset_gtid_set: str | None = Field(None, alias=_OFFSET + "gtid-set")
+    scan_startup_specific_offset_skip_events: int = Field(0, alias=_OFFSET + "skip-events", ge=0)
+    scan_startup_specific_offset_skip_rows: int = Field(0, alias=_OFFSET + "skip-rows", ge=0)
+    scan_startup_timestamp_millis: int | None = Field(
+        None, alias="scan.startup.timestamp-millis", ge=0, description="epoch milliseconds")
+    heartbeat_interval: Duration = Field(timedelta(seconds=30), alias="heartbeat.interval",
+                                         description="a duration; 0 disables heartbeats")
+    connect_timeout: PositiveDuration = Field(timedelta(seconds=30), alias="connect.timeout")
+    connect_max_retries: int = Field(3, alias="connect.max-retries", ge=0)
+    scan_incremental_snapshot_chunk_size: int = Field(
+        8096, alias="scan.incremental.snapshot.chunk.size", ge=1, description="rows per chunk")
+    scan_snapshot_fetch_size: int = Field(1024, alias="scan.snapshot.fetch.size", ge=1)
+    scan_incremental_snapshot_parallelism: int | None = Field(
+        None, alias="scan.incremental.snapshot.parallelism", ge=1,
+        description="chunk readers running at once; each needs its own server id")
+    treat_tinyint1_as_boolean_enabled: bool = Field(
+        True, alias="treat-tinyint1-as-boolean.enabled")
+    # Our own options: how much of the binlog one Kafka transaction of the capture may hold.
+    capture_transaction_max_rows: int = Field(5000, alias="capture.transaction.max-rows", ge=1)
+    capture_transaction_max_interval: PositiveDuration = Field(
+        timedelta(seconds=1), alias="capture.transaction.max-interval")
+
+    @property
+    def server_id_first(self) -> int:
+        return self.server_id.first
+
+    @property
+    def server_id_last(self) -> int:
+        return self.server_id.last
+
+    def captures(self, db: str, table: str) -> bool:
+        """True for a table that ``tables`` selects and ``tables.exclude`` does not."""
+        excluded = self.tables_exclude is not None and self.tables_exclude.matches(db, table)
+        return self.tables.matches(db, table) and not excluded
+
+    def key_columns_for(self, db: str, table: str) -> tuple[str, ...] | None:
+        """The configured key of a table without a primary key, or None."""
+        for text, columns in self.tables_key_columns.items():
+            if selector(text, "tables.key-columns").matches(db, table):
+                return columns
+        return None
+
+    @model_validator(mode="after")
+    def _startup_options_fit_mode(self) -> MySqlSourceDef:
+        found: list[tuple[tuple[str | int, ...], str, str]] = []
+        mode = self.scan_startup_mode
+        given = self.model_fields_set
+        if mode is StartupMode.SPECIFIC_OFFSET:
+            found += self._missing_offset()
+        else:
+            for name in sorted(given & _SPECIFIC_OFFSET_OPTIONS.keys()):
+                found.append(((_SPECIFIC_OFFSET_OPTIONS[name],),
+                              "is only used with scan.startup.mode: specific-offset",
+                              "set scan.startup.mode: specific-offset, or remove this option"))
+        if mode is StartupMode.TIMESTAMP and self.scan_startup_timestamp_millis is None:
+            found.append((("scan.startup.timestamp-millis",),
+                          "is required by scan.startup.mode: timestamp",
+                          "add scan.startup.timestamp-millis: <epoch milliseconds>"))
+        if mode is not StartupMode.TIMESTAMP and "scan_startup_timestamp_millis" in given:
+            found.append((("scan.startup.timestamp-millis",),
+                          "is only used with scan.startup.mode: timestamp",
+                          "set scan.startup.mode: timestamp, or remove this option"))
+        parallelism = self.scan_incremental_snapshot_parallelism
+        if parallelism is not None and parallelism > self.server_id.size:
+            found.append((("server-id",),
+                          f"has fewer ids than scan.incremental.snapshot.parallelism ({parallelism})",
+                          f"give a range of at least {parallelism} ids, e.g. "
+                          f"{self.server_id.first}-{self.server_id.first + parallelism - 1}"))
+        raise_problems("source", found)
+        return self
+
+    def _missing_offset(self) -> list[tuple[tuple[str | int, ...], str, str]]:
+        if self.scan_startup_specific_offset_gtid_set:
+            return []
+        has_file = bool(self.scan_startup_specific_offset_file)
+        has_pos = self.scan_startup_specific_offset_pos is not None
+        if has_file and has_pos:
+            return []
+        fix = (f"add {_OFFSET}gtid-set, or both {_OFFSET}file and {_OFFSET}pos "
+               "(SHOW MASTER STATUS shows them)")
+        if has_file or has_pos:
+            missing = _OFFSET + ("pos" if has_file else "file")
+            return [((missing,), "is required with the other binlog coordinate", fix)]
+        return [(("scan.startup.mode",), "specific-offset needs a position to start from", fix)]

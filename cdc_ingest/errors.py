@@ -1,0 +1,78 @@
+"""The project's errors, grouped by what the operator does next.
+
+Every error carries a message that says what happened, where (YAML path, table, column,
+binlog position) and what to do about it. The CLI catches :class:`CdcIngestError` at its edge,
+prints the message and exits non-zero; tracebacks only with ``--debug``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class CdcIngestError(Exception):
+    """Root of every error cdc-ingest raises on purpose."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """One problem in a pipeline definition: where it is and how to fix it."""
+
+    path: str
+    message: str
+    fix: str = ""
+
+    def __str__(self) -> str:
+        text = f"{self.path}: {self.message}"
+        return f"{text} (fix: {self.fix})" if self.fix else text
+
+
+class ConfigError(CdcIngestError):
+    """The pipeline definition is wrong. Fix the YAML and run again."""
+
+    exit_code = 2
+
+    def __init__(self, problems: list[ConfigProblem] | ConfigProblem | str) -> None:
+        if isinstance(problems, str):
+            problems = [ConfigProblem("<config>", problems)]
+        elif isinstance(problems, ConfigProblem):
+            problems = [problems]
+        self.problems = list(problems)
+        lines = [f"  - {p}" for p in self.problems]
+        count = len(self.problems)
+        super().__init__(
+            f"the pipeline definition has {count} problem{'s' if count != 1 else ''}:\n"
+            + "\n".join(lines)
+        )
+
+
+class SourceError(CdcIngestError):
+    """MySQL is unreachable, misconfigured, or sent something we cannot represent."""
+
+    exit_code = 3
+
+
+class PreflightError(CdcIngestError):
+    """`validate` found settings that prevent capture; each check says how to fix it."""
+
+    exit_code = 4
+
+
+class SinkError(CdcIngestError):
+    """Kafka refused or failed a write; nothing was committed for it."""
+
+    exit_code = 5
+
+
+class FencedError(SinkError):
+    """Another process took over this pipeline's transactional id."""
+
+    exit_code = 6
+
+
+class PositionPurgedError(SourceError):
+    """The position to resume from is no longer in the server's binlog."""
+
+    exit_code = 7

@@ -1,0 +1,67 @@
+"""Topic creation and inspection."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+from cdc_ingest.errors import SinkError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int = 1
+    replication_factor: int = 1
+    config: dict[str, str] = field(default_factory=dict)
+
+
+class TopicAdmin:
+    def __init__(self, config: dict[str, Any], timeout_s: float = 30.0) -> None:
+        self._admin = AdminClient(config)
+        self._timeout = timeout_s
+
+    def partitions(self, topic: str) -> int | None:
+        """Partition count of ``topic``, or None if it does not exist."""
+        try:
+            meta = self._admin.list_topics(topic=topic, timeout=self._timeout)
+        except KafkaException as exc:
+            raise SinkError(f"cannot reach Kafka to describe topic {topic}: {exc}") from exc
+        info = meta.topics.get(topic)
+        if info is None or info.error is not None:
+            return None
+        return len(info.partitions)
+
+    def ensure(self, spec: TopicSpec) -> int:
+        """Create the topic if missing; return its partition count."""
+        existing = self.partitions(spec.name)
+        if existing is not None:
+            return existing
+        futures = self._admin.create_topics(
+            [NewTopic(spec.name, spec.partitions, spec.replication_factor, config=spec.config)]
+        )
+        try:
+            futures[spec.name].result(self._timeout)
+            log.info("created topic %s (%d partitions)", spec.name, spec.partitions)
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            if not (isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS):
+                raise SinkError(
+                    f"cannot create topic {spec.name}: {err}. Fix: create it yourself or grant "
+                    "CREATE on the cluster to this client."
+                ) from exc
+        return self.partitions(spec.name) or spec.partitions
+
+    def topic_config(self, topic: str) -> dict[str, str]:
+        resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+        try:
+            result = self._admin.describe_configs([resource])[resource].result(self._timeout)
+        except KafkaException as exc:
+            raise SinkError(f"cannot read the configuration of topic {topic}: {exc}") from exc
+        return {name: entry.value for name, entry in result.items()}

@@ -1,0 +1,123 @@
+"""``python -m cdc_ingest.services {start,stop,status,fetch} [mariadb|kafka|all] [--home DIR]``.
+
+Prints shell-friendly ``NAME=value`` lines (``eval "$(python -m cdc_ingest.services start)"``).
+Every command is safe to run twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from cdc_ingest.services._process import ServiceError, cache_dir
+from cdc_ingest.services.kafka import KafkaBroker, fetch_jars
+from cdc_ingest.services.mariadb import MariaDB
+
+SERVICES = ("mariadb", "kafka")
+
+
+def _emit(**values: object) -> None:
+    for name, value in values.items():
+        sys.stdout.write(f"{name}={value}\n")
+
+
+def _mariadb_env(db: MariaDB) -> None:
+    _emit(
+        MYSQL_HOST=db.host,
+        MYSQL_PORT=db.port,
+        MYSQL_USER=db.cdc["user"],
+        MYSQL_PASSWORD=db.cdc["password"],
+        MYSQL_ROOT_PASSWORD=db.admin["password"],
+    )
+
+
+def _start(home: Path, service: str) -> int:
+    if service == "mariadb":
+        db = MariaDB(home / "mariadb")
+        db.start()
+        _mariadb_env(db)
+    else:
+        broker = KafkaBroker(home / "kafka")
+        broker.start()
+        _emit(KAFKA_BOOTSTRAP=broker.bootstrap)
+    return 0
+
+
+def _stop(home: Path, service: str) -> int:
+    server = MariaDB(home / "mariadb") if service == "mariadb" else KafkaBroker(home / "kafka")
+    server.stop()
+    _emit(**{f"{service.upper()}_STATUS": "stopped"})
+    return 0
+
+
+def _status(home: Path, service: str) -> int:
+    if service == "mariadb":
+        db = MariaDB(home / "mariadb")
+        running = db.is_running()
+        if running:
+            _mariadb_env(db)
+    else:
+        broker = KafkaBroker(home / "kafka")
+        running = broker.is_running()
+        if running:
+            _emit(KAFKA_BOOTSTRAP=broker.bootstrap)
+    _emit(**{f"{service.upper()}_STATUS": "running" if running else "stopped"})
+    return 0 if running else 3
+
+
+def _fetch(home: Path, service: str) -> int:
+    if service == "kafka":
+        _emit(KAFKA_LIBS=fetch_jars())
+    else:
+        MariaDB.ensure_installed()
+        _emit(MARIADB_INSTALLED="yes")
+    return 0
+
+
+COMMANDS: dict[str, Callable[[Path, str], int]] = {
+    "start": _start,
+    "stop": _stop,
+    "status": _status,
+    "fetch": _fetch,
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m cdc_ingest.services",
+        description="Start, stop or inspect the local MariaDB and Kafka used for dev and tests.",
+    )
+    parser.add_argument(
+        "command",
+        choices=COMMANDS,
+        help="fetch: install MariaDB if missing / download the Kafka jars; "
+        "status exits 3 when a service is stopped",
+    )
+    parser.add_argument("service", nargs="?", default="all", choices=(*SERVICES, "all"))
+    parser.add_argument(
+        "--home",
+        type=Path,
+        default=None,
+        help="where the services keep data and logs (default: <cache>/services)",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    home: Path = (args.home or cache_dir() / "services").resolve()
+    services = SERVICES if args.service == "all" else (args.service,)
+    command = COMMANDS[args.command]
+    try:
+        return max(command(home, service) for service in services)
+    except ServiceError as exc:
+        logging.getLogger(__name__).error("%s", exc)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
