@@ -335,7 +335,7 @@ class BinlogReader:
                     rows.append((None, first))
                 else:
                     rows.append((first, None))
-        except Exception as exc:  # noqa: BLE001 - re-raised with table, column and position
+        except Exception as exc:
             column = failing_column(schema, exc)
             raise SourceError(
                 f"cannot represent a value of {schema.db}.{schema.table}.{column} at binlog "

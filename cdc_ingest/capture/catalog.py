@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable
 from typing import Any
 
 import pymysql
@@ -14,6 +14,9 @@ from cdc_ingest.errors import SourceError
 from cdc_ingest.model import Position
 
 log = logging.getLogger(__name__)
+
+# (db, table) -> configured key columns of a table without a primary key, or None
+KeyColumns = Callable[[str, str], tuple[str, ...] | None]
 
 
 def connect(settings: ConnectionSettings, retries: int = 3) -> pymysql.Connection:
@@ -42,11 +45,11 @@ class Catalog:
     def __init__(
         self,
         settings: ConnectionSettings,
-        key_columns: Mapping[str, tuple[str, ...]] | None = None,
+        key_columns: KeyColumns | None = None,
         retries: int = 3,
     ) -> None:
         self._settings = settings
-        self._key_columns = dict(key_columns or {})
+        self._key_columns: KeyColumns = key_columns or (lambda db, table: None)
         self._conn = connect(settings, retries)
         self._tables: dict[tuple[str, str], tuple[frozenset[str], tuple[str, ...]]] = {}
         self.version: str = str(self._one("SELECT VERSION()")[0])
@@ -85,7 +88,7 @@ class Catalog:
         return frozenset(r[0] for r in rows)
 
     def _keys(self, db: str, table: str) -> tuple[str, ...]:
-        configured = self._key_columns.get(f"{db}.{table}")
+        configured = self._key_columns(db, table)
         if configured:
             return configured
         return self.primary_key(db, table)

@@ -69,17 +69,18 @@ def row_messages(
     if ev.kind == "I":
         assert after is not None
         pk = plan.key(after)
-        yield orjson.dumps(pk), _value("+I", ev, pk, None, dict(zip(names, after)), ts_ms, pos)
+        row = dict(zip(names, after, strict=True))
+        yield orjson.dumps(pk), _value("+I", ev, pk, None, row, ts_ms, pos)
         return
     assert before is not None
     old_pk = plan.key(before)
-    old_row = dict(zip(names, before))
+    old_row = dict(zip(names, before, strict=True))
     if ev.kind == "D":
         yield orjson.dumps(old_pk), _value("-D", ev, old_pk, old_row, None, ts_ms, pos)
         return
     assert after is not None
     new_pk = plan.key(after)
-    new_row = dict(zip(names, after))
+    new_row = dict(zip(names, after, strict=True))
     old_key, new_key = orjson.dumps(old_pk), orjson.dumps(new_pk)
     if old_key == new_key:
         yield new_key, _value("+U", ev, new_pk, old_row, new_row, ts_ms, pos)

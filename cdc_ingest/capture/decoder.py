@@ -43,6 +43,13 @@ _LENGTH_PREFIXED = (
 )
 
 
+_HELPERS = (
+    "float32", "decimal_json", "date", "datetime2", "timestamp2", "time2", "datetime_v1",
+    "timestamp_v1", "time_v1", "year", "bit_value", "enum_label", "set_labels",
+    "fixed_binary", "base64_text", "text",
+)
+
+
 class UnsupportedColumn(ValueError):
     """A column type the decoder cannot represent."""
 
@@ -158,16 +165,13 @@ def compile_decoder(schema: TableSchema, json_text: JsonText) -> RowDecoder:
     """
     namespace: dict[str, Any] = {
         name: getattr(V, name)
-        for name in (
-            "float32 decimal_json date datetime2 timestamp2 time2 datetime_v1 timestamp_v1"
-            " time_v1 year bit_value enum_label set_labels fixed_binary base64_text text"
-        ).split()
+        for name in _HELPERS
     }
     namespace["geometry_json"] = geometry_json
     namespace["json_text"] = json_text
     source = _source(schema, namespace)
     code = compile(source, f"<decoder {schema.db}.{schema.table}>", "exec")
-    exec(code, namespace)  # noqa: S102 - source is generated from column types only
+    exec(code, namespace)
     decoder: RowDecoder = namespace["decode"]
     return decoder
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import signal
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from types import FrameType
 from typing import Any
@@ -20,13 +20,13 @@ from cdc_ingest.capture.binlog import (
     TxCommit,
     advance_gtid_set,
 )
-from cdc_ingest.capture.catalog import Catalog
+from cdc_ingest.capture.catalog import Catalog, KeyColumns
 from cdc_ingest.capture.changes import KeyPlan, ddl_message, row_messages
 from cdc_ingest.capture.ddl import tables_of
 from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.capture.progress import Progress
-from cdc_ingest.capture.startup import StartupSpec, resolve_start
 from cdc_ingest.capture.schema import TableSchema
+from cdc_ingest.capture.startup import StartupSpec, resolve_start
 from cdc_ingest.errors import PositionPurgedError, SourceError
 from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer
 from cdc_ingest.model import Position
@@ -45,13 +45,14 @@ class CaptureOptions:
     partitions: int
     captured: Callable[[str, str], bool]
     startup: StartupSpec
-    key_columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    key_columns: KeyColumns | None = None
     max_rows: int = 5000
     max_interval_s: float = 1.0
     heartbeat_s: float = 30.0
     connect_retries: int = 3
     log_interval_s: float = 10.0
     replication_factor: int = 1
+    tinyint1_as_boolean: bool = True
 
     @property
     def transactional_id(self) -> str:
@@ -106,7 +107,7 @@ class Capture:
             self.o.server_id,
             start,
             self.o.captured,
-            self._catalog.table_facts,
+            self._table_facts,
             self._catalog.is_mariadb,
             min(self.o.heartbeat_s, max(self.o.max_interval_s, 1.0)),
         )
@@ -117,6 +118,10 @@ class Capture:
             reader.close()
             self._catalog.close()
         log.info("capture stopped at %s", self._committed.describe())
+
+    def _table_facts(self, db: str, table: str) -> tuple[frozenset[str], tuple[str, ...]]:
+        booleans, keys = self._catalog.table_facts(db, table)
+        return (booleans if self.o.tinyint1_as_boolean else frozenset()), keys
 
     def _prepare_topics(self) -> None:
         admin = TopicAdmin(self.o.kafka)

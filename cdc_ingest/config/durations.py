@@ -9,7 +9,7 @@ import re
 from datetime import timedelta
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator
+from pydantic import AfterValidator, BeforeValidator, PlainSerializer
 
 from cdc_ingest.config.problems import problem
 
@@ -59,8 +59,13 @@ def format_duration(value: timedelta) -> str:
     return f"{ms}ms"
 
 
-Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+# JSON dumps use the YAML spelling, so a dumped definition reads back in.
+_AS_TEXT = PlainSerializer(format_duration, return_type=str, when_used="json")
+
+Duration = Annotated[timedelta, BeforeValidator(parse_duration), _AS_TEXT]
 """A duration of zero or more (zero usually means "disabled")."""
 
-PositiveDuration = Annotated[timedelta, BeforeValidator(parse_duration), AfterValidator(_positive)]
+PositiveDuration = Annotated[
+    timedelta, BeforeValidator(parse_duration), AfterValidator(_positive), _AS_TEXT
+]
 """A duration that must be longer than zero."""

@@ -8,7 +8,7 @@ their message and fix; everything else is mapped here by error type.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -18,6 +18,9 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from cdc_ingest.errors import ConfigProblem
 
 PASS_THROUGH_PREFIX = "properties."
+
+Found = list[tuple[tuple[str | int, ...], str, str]]
+"""Cross-field problems of one model: ``(loc, message, fix)``, raised by :func:`raise_problems`."""
 
 _TYPE_MESSAGES: dict[str, tuple[str, str]] = {
     "int_parsing": ("must be a whole number", "write digits only, e.g. 3306"),
@@ -40,7 +43,7 @@ def problem(message: str, fix: str) -> PydanticCustomError:
     return PydanticCustomError("config", "{message}", {"message": message, "fix": fix})
 
 
-def raise_problems(title: str, found: Sequence[tuple[tuple[str | int, ...], str, str]]) -> None:
+def raise_problems(title: str, found: Found) -> None:
     """Raise every cross-field problem of a model at once: ``(loc, message, fix)`` triples."""
     if not found:
         return
@@ -51,21 +54,41 @@ def raise_problems(title: str, found: Sequence[tuple[tuple[str | int, ...], str,
     raise ValidationError.from_exception_data(title, details)
 
 
+# Options of related Flink/VVR connectors that users bring along, and what to do instead.
+_FOREIGN_OPTIONS = {
+    "topic": "topics come from route sink-table; a table no route matches goes to <db>.<table>",
+    "sink.parallelism": "set pipeline.parallelism",
+    "sink.partitioner": "partitions always follow Kafka's default (murmur2 of the key)",
+    "format": "set key.format and value.format (json)",
+    "key.fields-prefix": "key columns keep their names in the key",
+    "aliyun.kafka.": "ApsaraMQ options are not supported; authenticate with properties.sasl.*",
+}
+
+
 def option_names(model: type[BaseModel]) -> list[str]:
     """The YAML option names a model accepts, sorted as they are shown to the user."""
     names = [info.alias or name for name, info in model.model_fields.items()]
     if getattr(model, "accepts_properties", False):
-        names.append(PASS_THROUGH_PREFIX + "*")
+        names = [n for n in names if n != "properties"] + [PASS_THROUGH_PREFIX + "*"]
     return sorted(names)
 
 
-def unknown_option(path: str, key: str, supported: Iterable[str]) -> ConfigProblem:
+def _foreign_hint(key: str) -> str:
+    for option, hint in _FOREIGN_OPTIONS.items():
+        if key == option or (option.endswith(".") and key.startswith(option)):
+            return f"{hint}. "
+    return ""
+
+
+def unknown_option(
+    path: str, key: str, supported: Iterable[str], kind: str = "option"
+) -> ConfigProblem:
     """``unknown option 'hostnme'`` with a did-you-mean and the full sorted list."""
     names = sorted(supported)
     close = difflib.get_close_matches(key, names, n=1, cutoff=0.75)
-    hint = f"did you mean '{close[0]}'? " if close else ""
+    hint = f"did you mean '{close[0]}'? " if close else _foreign_hint(key)
     return ConfigProblem(
-        path, f"unknown option '{key}'", f"{hint}supported options: {', '.join(names)}"
+        path, f"unknown {kind} '{key}'", f"{hint}supported {kind}s: {', '.join(names)}"
     )
 
 
@@ -104,7 +127,8 @@ def _describe(err: Any, prefix: str, model: type[BaseModel] | None) -> ConfigPro
     if kind == "config":
         return ConfigProblem(path, str(ctx["message"]), str(ctx["fix"]))
     if kind == "missing":
-        return ConfigProblem(path, "required option is missing", f"add '{option}: {_example(info)}'")
+        fix = f"add '{option}: {_example(info)}'"
+        return ConfigProblem(path, "required option is missing", fix)
     if kind == "extra_forbidden" and model is not None:
         return unknown_option(path, option, option_names(model))
     if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):

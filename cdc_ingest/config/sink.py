@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BeforeValidator, Field, PlainValidator, model_validator
+from pydantic import Field, PlainSerializer, PlainValidator, model_validator
 
 from cdc_ingest.config.durations import Duration
-from cdc_ingest.config.problems import PASS_THROUGH_PREFIX, problem, raise_problems
-from cdc_ingest.config.types import ConfigModel, MaskedDict, SafeId, choice
+from cdc_ingest.config.problems import PASS_THROUGH_PREFIX, Found, problem, raise_problems
+from cdc_ingest.config.types import ConfigModel, MaskedDict, SafeId, choice, is_secret_property
 
 # Formats the upsert-kafka references name; we write JSON only (DESIGN section 4).
 _OTHER_FORMATS = frozenset(
@@ -25,6 +25,9 @@ _MANAGED_PROPERTIES = {
     "value.deserializer": "values are always JSON",
     "transactional.id": "set sink.transactional-id-prefix instead",
 }
+
+
+_ZERO = timedelta(0)
 
 
 class DeliveryGuarantee(StrEnum):
@@ -66,13 +69,22 @@ def _properties(value: Any) -> MaskedDict:
 KafkaFormat = Annotated[str, PlainValidator(_format)]
 Delivery = Annotated[DeliveryGuarantee, choice(DeliveryGuarantee)]
 FieldsInclude = Annotated[ValueFieldsInclude, choice(ValueFieldsInclude)]
-Properties = Annotated[MaskedDict, PlainValidator(_properties)]
+
+
+def _masked(props: MaskedDict) -> dict[str, str]:
+    # A JSON dump is for people (status, debugging): secrets masked, like SecretStr's.
+    return {k: "**********" if is_secret_property(k) else v for k, v in props.items()}
+
+
+Properties = Annotated[
+    MaskedDict, PlainValidator(_properties), PlainSerializer(_masked, when_used="json")
+]
 
 
 class UpsertKafkaSinkDef(ConfigModel):
     """Where rows go. Every ``properties.<setting>`` is handed to the Kafka client unchanged."""
 
-    accepts_properties = True  # for the "supported options" list in error messages
+    accepts_properties: ClassVar[bool] = True  # for the "supported options" list in error messages
 
     type: Literal["upsert-kafka"] = Field(examples=["upsert-kafka"])
     name: str | None = Field(None, description="a display name for logs")
@@ -106,43 +118,46 @@ class UpsertKafkaSinkDef(ConfigModel):
         """Fold the flat ``properties.*`` keys of the YAML into one mapping."""
         if not isinstance(data, dict):
             return data
-        rest = {k: v for k, v in data.items() if not str(k).startswith(PASS_THROUGH_PREFIX)}
-        given = data.get("properties")
-        gathered = dict(given) if isinstance(given, dict) else {}
+        given = data.get("properties", {})
+        if not isinstance(given, dict):
+            return data  # validation reports that it is not a mapping
         prefix = len(PASS_THROUGH_PREFIX)
-        gathered.update(
-            {str(k)[prefix:]: v for k, v in data.items() if str(k).startswith(PASS_THROUGH_PREFIX)}
-        )
-        return {**rest, "properties": gathered if given is None or gathered else given}
+        flat = {str(k)[prefix:]: v for k, v in data.items() if str(k).startswith("properties.")}
+        rest = {k: v for k, v in data.items() if not str(k).startswith("properties.")}
+        return {**rest, "properties": {**given, **flat}}
 
     @property
     def buffer_flush_enabled(self) -> bool:
-        return self.sink_buffer_flush_max_rows > 0 and self.sink_buffer_flush_interval > timedelta(0)
+        return self.sink_buffer_flush_max_rows > 0 and self.sink_buffer_flush_interval > _ZERO
 
     @model_validator(mode="after")
     def _consistent(self) -> UpsertKafkaSinkDef:
-        found: list[tuple[tuple[str | int, ...], str, str]] = []
-        if not self.properties.get("bootstrap.servers", "").strip():
-            found.append(((PASS_THROUGH_PREFIX + "bootstrap.servers",),
-                          "required option is missing",
-                          "add 'properties.bootstrap.servers: host1:9092,host2:9092'"))
-        for key, why in _MANAGED_PROPERTIES.items():
-            if key in self.properties:
-                found.append(((PASS_THROUGH_PREFIX + key,), "is managed by cdc-ingest",
-                              f"remove it: {why}"))
-        if (self.sink_buffer_flush_max_rows > 0) != (self.sink_buffer_flush_interval > timedelta(0)):
-            found.append((("sink.buffer-flush.max-rows",),
-                          "and sink.buffer-flush.interval must both be above zero to buffer",
-                          "set both above zero to enable buffering, or both to 0"))
-        idempotence = self.properties.get("enable.idempotence", "true").lower()
-        if self.sink_delivery_guarantee is DeliveryGuarantee.EXACTLY_ONCE and idempotence == "false":
-            found.append(((PASS_THROUGH_PREFIX + "enable.idempotence",),
-                          "must not be false with sink.delivery-guarantee: exactly-once",
-                          "remove properties.enable.idempotence"))
-        raise_problems("sink", found)
+        raise_problems("sink", _property_problems(self) + _buffer_problems(self))
         return self
 
-    def __repr_args__(self) -> Any:
-        # MaskedDict masks itself; this keeps repr readable by leaving out the defaults.
-        return [(k, v) for k, v in super().__repr_args__() if k in self.model_fields_set or k in
-                ("type", "properties", "sink_delivery_guarantee")]
+
+def _property_problems(sink: UpsertKafkaSinkDef) -> Found:
+    found: Found = []
+    props = sink.properties
+    if not props.get("bootstrap.servers", "").strip():
+        found.append(((PASS_THROUGH_PREFIX + "bootstrap.servers",), "required option is missing",
+                      "add 'properties.bootstrap.servers: host1:9092,host2:9092'"))
+    for key, why in _MANAGED_PROPERTIES.items():
+        if key in props:
+            found.append(((PASS_THROUGH_PREFIX + key,), "is managed by cdc-ingest",
+                          f"remove it: {why}"))
+    exactly_once = sink.sink_delivery_guarantee is DeliveryGuarantee.EXACTLY_ONCE
+    if exactly_once and props.get("enable.idempotence", "").lower() == "false":
+        found.append(((PASS_THROUGH_PREFIX + "enable.idempotence",),
+                      "must not be false with sink.delivery-guarantee: exactly-once",
+                      "remove properties.enable.idempotence"))
+    return found
+
+
+def _buffer_problems(sink: UpsertKafkaSinkDef) -> Found:
+    # Flink's rule: buffering needs both limits, and one alone is a mistake worth naming.
+    if (sink.sink_buffer_flush_max_rows > 0) == (sink.sink_buffer_flush_interval > _ZERO):
+        return []
+    return [(("sink.buffer-flush.max-rows",),
+             "and sink.buffer-flush.interval must both be above zero to buffer",
+             "set both above zero to enable buffering, or both to 0")]

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 
 from cdc_ingest.config.durations import Duration, PositiveDuration
-from cdc_ingest.config.problems import raise_problems
+from cdc_ingest.config.problems import Found, raise_problems
 from cdc_ingest.config.source_types import (
     ExcludedTables,
     KeyColumns,
@@ -102,35 +102,46 @@ class MySqlSourceDef(ConfigModel):
         return None
 
     @model_validator(mode="after")
-    def _startup_options_fit_mode(self) -> MySqlSourceDef:
-        found: list[tuple[tuple[str | int, ...], str, str]] = []
-        mode = self.scan_startup_mode
-        given = self.model_fields_set
-        if mode is StartupMode.SPECIFIC_OFFSET:
-            found += self._missing_offset()
-        else:
-            for name in sorted(given & _SPECIFIC_OFFSET_OPTIONS.keys()):
-                found.append(((_SPECIFIC_OFFSET_OPTIONS[name],),
-                              "is only used with scan.startup.mode: specific-offset",
-                              "set scan.startup.mode: specific-offset, or remove this option"))
-        if mode is StartupMode.TIMESTAMP and self.scan_startup_timestamp_millis is None:
-            found.append((("scan.startup.timestamp-millis",),
-                          "is required by scan.startup.mode: timestamp",
-                          "add scan.startup.timestamp-millis: <epoch milliseconds>"))
-        if mode is not StartupMode.TIMESTAMP and "scan_startup_timestamp_millis" in given:
-            found.append((("scan.startup.timestamp-millis",),
-                          "is only used with scan.startup.mode: timestamp",
-                          "set scan.startup.mode: timestamp, or remove this option"))
-        parallelism = self.scan_incremental_snapshot_parallelism
-        if parallelism is not None and parallelism > self.server_id.size:
-            found.append((("server-id",),
-                          f"has fewer ids than scan.incremental.snapshot.parallelism ({parallelism})",
-                          f"give a range of at least {parallelism} ids, e.g. "
-                          f"{self.server_id.first}-{self.server_id.first + parallelism - 1}"))
+    def _options_fit_together(self) -> MySqlSourceDef:
+        found = self._offset_problems() + self._timestamp_problems() + self._server_id_problems()
         raise_problems("source", found)
         return self
 
-    def _missing_offset(self) -> list[tuple[tuple[str | int, ...], str, str]]:
+    def _offset_problems(self) -> Found:
+        if self.scan_startup_mode is StartupMode.SPECIFIC_OFFSET:
+            return self._missing_offset()
+        # Judged by value, not by presence: a dumped definition spells out nulls and zeros.
+        given = [name for name in _SPECIFIC_OFFSET_OPTIONS if getattr(self, name) not in (None, 0)]
+        return [((_SPECIFIC_OFFSET_OPTIONS[name],),
+                 "is only used with scan.startup.mode: specific-offset",
+                 "set scan.startup.mode: specific-offset, or remove this option")
+                for name in given]
+
+    def _timestamp_problems(self) -> Found:
+        wanted = self.scan_startup_mode is StartupMode.TIMESTAMP
+        given = self.scan_startup_timestamp_millis is not None
+        if wanted and not given:
+            return [(("scan.startup.timestamp-millis",),
+                     "is required by scan.startup.mode: timestamp",
+                     "add scan.startup.timestamp-millis: <epoch milliseconds>")]
+        if given and not wanted:
+            return [(("scan.startup.timestamp-millis",),
+                     "is only used with scan.startup.mode: timestamp",
+                     "set scan.startup.mode: timestamp, or remove this option")]
+        return []
+
+    def _server_id_problems(self) -> Found:
+        # Each parallel snapshot reader follows the binlog as a replica of its own.
+        parallelism = self.scan_incremental_snapshot_parallelism
+        if parallelism is None or parallelism <= self.server_id.size:
+            return []
+        first = self.server_id.first
+        return [(("server-id",),
+                 f"has fewer ids than scan.incremental.snapshot.parallelism ({parallelism})",
+                 f"give a range of at least {parallelism} ids, e.g. "
+                 f"{first}-{first + parallelism - 1}")]
+
+    def _missing_offset(self) -> Found:
         if self.scan_startup_specific_offset_gtid_set:
             return []
         has_file = bool(self.scan_startup_specific_offset_file)

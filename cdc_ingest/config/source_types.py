@@ -8,7 +8,7 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Annotated, Any, NamedTuple
 
-from pydantic import BeforeValidator, PlainValidator
+from pydantic import BeforeValidator, PlainSerializer, PlainValidator
 
 from cdc_ingest.config.problems import problem
 from cdc_ingest.config.types import FrozenDict, choice
@@ -117,9 +117,11 @@ def _key_columns(value: Any) -> FrozenDict[str, tuple[str, ...]]:
     return FrozenDict(result)
 
 
-ServerId = Annotated[ServerIdRange, PlainValidator(_server_id)]
+_AS_TEXT = PlainSerializer(str, return_type=str, when_used="json")
+
+ServerId = Annotated[ServerIdRange, PlainValidator(_server_id), _AS_TEXT]
 TimeZone = Annotated[str, BeforeValidator(_time_zone)]
-Tables = Annotated[TableSelector, _selector_field("tables")]
-ExcludedTables = Annotated[TableSelector, _selector_field("tables.exclude")]
+Tables = Annotated[TableSelector, _selector_field("tables"), _AS_TEXT]
+ExcludedTables = Annotated[TableSelector, _selector_field("tables.exclude"), _AS_TEXT]
 KeyColumns = Annotated[FrozenDict[str, tuple[str, ...]], PlainValidator(_key_columns)]
 StartupModeOption = Annotated[StartupMode, choice(StartupMode)]

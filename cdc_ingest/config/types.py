@@ -93,7 +93,7 @@ class FrozenDict(dict[K, V]):
         raise TypeError("pipeline definitions are read-only; copy with dict(...) to change")
 
     __setitem__ = __delitem__ = __ior__ = _read_only
-    clear = pop = popitem = setdefault = update = _read_only  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = _read_only
 
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(tuple(sorted(self.items(), key=repr)))

@@ -10,6 +10,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from cdc_ingest.errors import SinkError
+from cdc_ingest.kafka.producer import TransactionalProducer
 
 log = logging.getLogger(__name__)
 
@@ -65,3 +66,19 @@ class TopicAdmin:
         except KafkaException as exc:
             raise SinkError(f"cannot read the configuration of topic {topic}: {exc}") from exc
         return {name: entry.value for name, entry in result.items()}
+
+
+def transactions_usable(config: dict[str, Any], transactional_id: str) -> str | None:
+    """None if the cluster answers and a transaction can be begun and aborted; else why not."""
+    try:
+        TopicAdmin(config, timeout_s=10).partitions("__cdc_ingest_probe__")
+        producer = TransactionalProducer(config, transactional_id, timeout_s=20)
+        producer.init()
+        producer.begin()
+        producer.abort()
+        producer.close()
+    except SinkError as exc:
+        return str(exc)
+    except KafkaException as exc:
+        return f"Kafka error: {exc}"
+    return None

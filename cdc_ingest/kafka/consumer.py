@@ -7,7 +7,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 
 from cdc_ingest.errors import SinkError
 
@@ -74,16 +80,29 @@ def _drain(consumer: Consumer, ends: dict[int, int], timeout_s: float) -> Iterat
                 raise SinkError(f"timed out reading {sorted(pending)} partitions")
             continue
         idle = 0.0
-        part = msg.partition()
-        if msg.error() is not None:
-            if msg.error().code() == msg.error()._PARTITION_EOF:
+        error = msg.error()
+        part = msg.partition() or 0
+        if error is not None:
+            if error.code() == KafkaError._PARTITION_EOF:
                 pending.pop(part, None)
                 continue
-            raise SinkError(f"reading failed: {msg.error()}")
-        if part in pending and msg.offset() >= pending[part] - 1:
+            raise SinkError(f"reading failed: {error}")
+        offset = msg.offset() or 0
+        if part in pending and offset >= pending[part] - 1:
             pending.pop(part, None)
-        ts = msg.timestamp()[1]
         yield Message(
-            msg.topic(), part, msg.offset(), msg.key(), msg.value(),
-            tuple(msg.headers() or ()), ts,
+            topic=str(msg.topic()),
+            partition=part,
+            offset=offset,
+            key=msg.key(),
+            value=msg.value(),
+            headers=_headers(msg.headers()),
+            timestamp_ms=msg.timestamp()[1],
         )
+
+
+def _headers(raw: Any) -> tuple[tuple[str, bytes], ...]:
+    if not raw:
+        return ()
+    pairs = raw.items() if isinstance(raw, dict) else raw
+    return tuple((str(k), v) for k, v in pairs if isinstance(v, bytes))

@@ -2,7 +2,7 @@
 
 A rule's ``source-table`` is a table selector (see :mod:`cdc_ingest.routing.selectors`). Its
 ``sink-table`` names the topic: with ``replace-symbol`` every occurrence of the symbol becomes
-the source table name; without it, ``$1``, ``$2`` (or ``${name}``) take the groups that the
+the source table name; without it, ``$1``, ``$2`` take the groups that the
 source-table regex captured over ``db.table``. As in Flink CDC the two forms do not mix: a
 rule with a replace-symbol takes its sink-table literally apart from the symbol.
 """
@@ -18,7 +18,8 @@ from typing import Protocol
 from cdc_ingest.errors import ConfigError, ConfigProblem
 from cdc_ingest.routing.selectors import TableSelector
 
-_GROUP_REF = re.compile(r"\$(?:(\d+)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
+# Only numbered groups: "${name}" in YAML is always an environment variable reference.
+GROUP_REFERENCE = re.compile(r"\$(\d+)")
 _CACHE_LIMIT = 65536
 
 
@@ -40,33 +41,31 @@ class RouteLike(Protocol):
     def replace_symbol(self) -> str | None: ...
 
 
+def _option(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
 def _template(sink_table: str, selector: TableSelector, option: str) -> tuple[str | int, ...]:
     """Split ``sink_table`` into literal text and group references, checked against the regex."""
     parts: list[str | int] = []
     position = 0
-    for ref in _GROUP_REF.finditer(sink_table):
+    for ref in GROUP_REFERENCE.finditer(sink_table):
         parts.append(sink_table[position : ref.start()])
-        number, name = ref.groups()
-        if number is not None:
-            group: str | int = int(number)
-            exists = int(number) <= selector.group_count
-        else:
-            group = name
-            exists = name in selector.pattern.groupindex
-        if not exists:
+        number = int(ref.group(1))
+        if number > selector.group_count:  # $0 is the whole db.table, as in Java
             raise ConfigError([ConfigProblem(
                 option,
                 f"refers to group {ref.group(0)} but the source-table regex has "
                 f"{selector.group_count} capturing group(s)",
                 "add a (...) group to source-table or correct the group number",
             )])
-        parts.append(selector.pattern.groupindex[group] if isinstance(group, str) else group)
+        parts.append(number)
         position = ref.end()
     parts.append(sink_table[position:])
     if "$" in "".join(part for part in parts if isinstance(part, str)):
         raise ConfigError([ConfigProblem(
             option, "has a '$' that is not a group reference",
-            "write group references as $1 or ${name}; topic names cannot contain '$'",
+            "write group references as $1, $2; topic names cannot contain '$'",
         )])
     return tuple(part for part in parts if part != "")
 
@@ -78,31 +77,32 @@ class RouteRule:
     source: TableSelector
     sink_table: str
     replace_symbol: str | None = None
-    path: str = field(default="route", repr=False, compare=False)
+    path: str = field(default="", repr=False, compare=False)
     _template: tuple[str | int, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.sink_table.strip():
             raise ConfigError([ConfigProblem(
-                f"{self.path}.sink-table", "is empty", "name the topic, e.g. sink-table: orders"
+                _option(self.path, "sink-table"), "is empty",
+                "name the topic, e.g. sink-table: orders",
             )])
         if self.replace_symbol == "":
             raise ConfigError([ConfigProblem(
-                f"{self.path}.replace-symbol", "is empty",
+                _option(self.path, "replace-symbol"), "is empty",
                 "use a placeholder such as <> (sink-table: ods.<>) or remove replace-symbol",
             )])
         template: tuple[str | int, ...] = ()
         if self.replace_symbol is None:
-            template = _template(self.sink_table, self.source, f"{self.path}.sink-table")
+            template = _template(self.sink_table, self.source, _option(self.path, "sink-table"))
         object.__setattr__(self, "_template", template)  # derived once; the rule stays frozen
 
     @classmethod
     def compile(
         cls, source_table: str, sink_table: str, replace_symbol: str | None = None,
-        path: str = "route",
+        path: str = "",
     ) -> RouteRule:
         """Compile one rule; problems are a :class:`ConfigError` at ``<path>.source-table`` ..."""
-        source = TableSelector.parse(source_table, option=f"{path}.source-table")
+        source = TableSelector.parse(source_table, option=_option(path, "source-table"))
         return cls(source, sink_table, replace_symbol, path)
 
     def target(self, db: str, table: str) -> str | None:

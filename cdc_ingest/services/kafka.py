@@ -116,6 +116,7 @@ class KafkaBroker:
 
     def __init__(self, home: Path, port: int | None = None, version: str = DEFAULT_VERSION):
         self.home = Path(home).resolve()
+        self._pid: int | None = None
         self.version = version
         state = load_state(self.state_file)
         self._port: int | None = port or state.get("port")
@@ -174,14 +175,14 @@ class KafkaBroker:
         self._write_config()
         self._format_storage(libs)
         cmd = self._java(libs, "kafka.Kafka", str(self.config_file))
-        pid = spawn_detached(cmd, self.home / "kafka.out", self.home)
+        pid = self._pid = spawn_detached(cmd, self.home / "kafka.out", self.home)
         self.pid_file.write_text(f"{pid}\n")
         self._wait_ready(pid)
         log.info("Kafka ready at %s (home %s)", self.bootstrap, self.home)
 
     def stop(self, wipe: bool = False) -> None:
         """Stop the broker; with ``wipe`` also delete its data and config."""
-        pid = read_pid(self.pid_file)
+        pid = read_pid(self.pid_file) or self._pid  # _pid: if stopped before it was written
         if pid is not None:
             stop_pid(pid, str(self.config_file))
         self.pid_file.unlink(missing_ok=True)

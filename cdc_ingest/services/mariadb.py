@@ -91,6 +91,7 @@ class MariaDB:
 
     def __init__(self, home: Path, port: int | None = None) -> None:
         self.home = Path(home).resolve()
+        self._pid: int | None = None
         self._port = port or load_state(self.state_file).get("port")
         self._overrides: dict[str, OptionValue] = {}
 
@@ -176,7 +177,7 @@ class MariaDB:
         self.config_file.write_text(_render_cnf(self._options(), self.port, self.socket))
         user = ["--user=root"] if os.geteuid() == 0 else []
         cmd = [str(MARIADBD), f"--defaults-file={self.config_file}", *user]
-        pid = spawn_detached(cmd, self.log_file, cwd=self.home)
+        pid = self._pid = spawn_detached(cmd, self.log_file, cwd=self.home)
         self.pid_file.write_text(f"{pid}\n")
         self._wait_ready(pid)
         self._provision()
@@ -184,7 +185,7 @@ class MariaDB:
 
     def stop(self, wipe: bool = False) -> None:
         """Stop the server; with ``wipe`` also delete its data, binlogs and config."""
-        pid = read_pid(self.pid_file)
+        pid = read_pid(self.pid_file) or self._pid  # _pid: if stopped before it was written
         if pid is not None:
             stop_pid(pid, str(self.config_file))
         self.pid_file.unlink(missing_ok=True)

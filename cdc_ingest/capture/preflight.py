@@ -1,0 +1,147 @@
+"""Live checks of the MySQL side before capture: settings, grants, keys, position.
+
+Each check returns a :class:`Check` that says what is wrong and the exact fix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from cdc_ingest.capture.binlog import ConnectionSettings
+from cdc_ingest.capture.catalog import Catalog, KeyColumns
+from cdc_ingest.errors import CdcIngestError
+from cdc_ingest.model import Position
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+    def line(self) -> str:
+        mark = "ok  " if self.ok else "FAIL"
+        text = f"[{mark}] {self.name}: {self.detail}"
+        return f"{text}\n       fix: {self.fix}" if self.fix and not self.ok else text
+
+
+_SETTINGS = (
+    ("log_bin", "ON", "log_bin=mysql-bin  (and server_id=<unique id>)"),
+    ("binlog_format", "ROW", "binlog_format=ROW"),
+    ("binlog_row_image", "FULL", "binlog_row_image=FULL"),
+    ("binlog_row_metadata", "FULL", "binlog_row_metadata=FULL"),
+)
+
+
+def mysql_checks(
+    settings: ConnectionSettings,
+    captured: Callable[[str, str], bool],
+    key_columns: KeyColumns,
+    positions: list[tuple[str, Position]],
+    retries: int = 1,
+) -> Iterator[Check]:
+    """Every MySQL-side check; stops early only when the server cannot be reached."""
+    try:
+        catalog = Catalog(settings, key_columns, retries)
+    except CdcIngestError as exc:
+        yield Check("mysql reachable", False, str(exc),
+                    "start MySQL or correct source.hostname/port/username/password")
+        return
+    try:
+        yield Check("mysql reachable", True, f"{settings.host}:{settings.port} ({catalog.version})")
+        yield from _settings(catalog)
+        yield from _grants(catalog, settings.user)
+        yield from _keys(catalog, captured, key_columns)
+        for label, position in positions:
+            yield _position(catalog, label, position)
+    finally:
+        catalog.close()
+
+
+def _settings(catalog: Catalog) -> Iterator[Check]:
+    for name, wanted, line in _SETTINGS:
+        value = (catalog.variable(name) or "").upper()
+        if name == "binlog_row_metadata" and not value:
+            yield Check(name, False, "the server has no binlog_row_metadata (MySQL < 8.0.1)",
+                        "use MySQL 8.0.1+ or MariaDB 10.5+, which log column names")
+            continue
+        ok = value == wanted or (wanted == "ON" and value == "1")
+        fix = (
+            f"add `{line}` to the [mysqld] section of my.cnf and restart"
+            if name == "log_bin"
+            else f"SET PERSIST {name}='{wanted}' (MariaDB: SET GLOBAL {name}='{wanted}') "
+            f"and add `{line}` to the [mysqld] section of my.cnf"
+        )
+        detail = value if ok else f"is {value or 'unset'}, must be {wanted}"
+        yield Check(name, ok, detail, "" if ok else fix)
+
+
+_NEEDED = (
+    ("REPLICATION SLAVE", ("REPLICATION SLAVE", "REPLICATION REPLICA")),
+    ("REPLICATION CLIENT", ("REPLICATION CLIENT", "BINLOG MONITOR", "SUPER")),
+    ("SELECT", ("SELECT",)),
+)
+
+
+def _grants(catalog: Catalog, user: str) -> Iterator[Check]:
+    global_privs: set[str] = set()
+    for (grant,) in catalog._all("SHOW GRANTS"):
+        match = re.match(r"GRANT (.+?) ON (\S+) TO", str(grant))
+        if match and match.group(2) in ("*.*", "`*`.`*`"):
+            global_privs.update(p.strip().upper() for p in match.group(1).split(","))
+    everything = "ALL PRIVILEGES" in global_privs or "ALL" in global_privs
+    missing = [
+        name for name, aliases in _NEEDED
+        if not everything and not any(a in global_privs for a in aliases)
+    ]
+    wanted = "REPLICATION SLAVE, REPLICATION CLIENT, SELECT"
+    if catalog.is_mariadb:
+        wanted = "REPLICATION SLAVE, BINLOG MONITOR, SELECT"
+    yield Check(
+        "grants",
+        not missing,
+        f"user {user!r} lacks {', '.join(missing)} on *.*" if missing
+        else f"user {user!r} has replication and SELECT privileges",
+        f"GRANT {wanted} ON *.* TO '{user}'@'%';",
+    )
+
+
+def _keys(
+    catalog: Catalog,
+    captured: Callable[[str, str], bool],
+    key_columns: KeyColumns,
+) -> Iterator[Check]:
+    tables = [(d, t) for d, t in catalog.tables() if captured(d, t)]
+    if not tables:
+        yield Check("captured tables", False, "no existing table matches source.tables",
+                    "check the source.tables patterns (db.table regex, comma-separated)")
+        return
+    keyless = [
+        f"{d}.{t}" for d, t in tables
+        if not catalog.primary_key(d, t) and not key_columns(d, t)
+    ]
+    yield Check(
+        "primary keys",
+        not keyless,
+        f"{len(tables)} table(s) captured" + (f"; without a primary key: {', '.join(keyless)}"
+                                              if keyless else ", all keyed"),
+        "add a primary key (ALTER TABLE ... ADD PRIMARY KEY (...)), or name key columns in "
+        "source.tables.key-columns, or exclude the table with source.tables.exclude",
+    )
+
+
+def _position(catalog: Catalog, label: str, position: Position) -> Check:
+    try:
+        why = catalog.purged_before(position)
+    except CdcIngestError as exc:
+        why = str(exc)
+    return Check(
+        f"{label} position",
+        why is None,
+        why or f"{position.describe()} is still in the server's binlog",
+        "start from scan.startup.mode: latest-offset (or a newer specific offset); "
+        "raise binlog_expire_logs_seconds so positions are kept longer",
+    )

@@ -1,0 +1,67 @@
+"""The whole pipeline definition, and the names every process derives from it."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from cdc_ingest.config.pipeline import PipelineOptions, RouteDef
+from cdc_ingest.config.problems import Found, raise_problems
+from cdc_ingest.config.sink import UpsertKafkaSinkDef
+from cdc_ingest.config.source import MySqlSourceDef
+from cdc_ingest.config.types import ConfigModel
+from cdc_ingest.routing.routes import Router
+
+
+class PipelineDef(ConfigModel):
+    """A parsed, validated pipeline: plain data, no I/O. ``repr`` never shows a secret."""
+
+    source: MySqlSourceDef
+    sink: UpsertKafkaSinkDef
+    routes: tuple[RouteDef, ...] = Field((), alias="route")
+    pipeline: PipelineOptions = Field(default_factory=lambda: PipelineOptions.model_validate({}))
+
+    @property
+    def name(self) -> str:
+        return self.pipeline.name
+
+    @property
+    def transactional_id_prefix(self) -> str:
+        """``sink.transactional-id-prefix``, by default ``cdc-ingest.<pipeline name>``."""
+        return self.sink.sink_transactional_id_prefix or f"cdc-ingest.{self.pipeline.name}"
+
+    @property
+    def capture_transactional_id(self) -> str:
+        """One per pipeline: a second capture process fences the first (DESIGN section 5)."""
+        return f"{self.transactional_id_prefix}.capture"
+
+    def sink_transactional_id(self, partition: int) -> str:
+        """One per changelog partition, so a retried Spark task fences its older attempt."""
+        return f"{self.transactional_id_prefix}.sink.{partition}"
+
+    @property
+    def sink_group_id(self) -> str:
+        """The consumer group whose committed offsets say what the sink has written."""
+        return f"{self.transactional_id_prefix}.sink"
+
+    def router(self) -> Router:
+        """The compiled route rules with ``pipeline.route-mode``."""
+        return Router.from_defs(self.routes, self.pipeline.route_mode)
+
+    @model_validator(mode="after")
+    def _internal_topics_stay_internal(self) -> PipelineDef:
+        internal = {
+            self.pipeline.changelog_topic: "changelog.topic",
+            self.pipeline.offsets_topic: "offsets.topic",
+        }
+        found: Found = []
+        if len(internal) < 2:
+            found.append((("pipeline", "offsets.topic"), "is the same topic as changelog.topic",
+                          "give the two internal topics different names"))
+        for index, route in enumerate(self.routes):
+            option = internal.get(route.static_topic or "")
+            if option is not None:
+                found.append((("route", index, "sink-table"),
+                              f"is the pipeline's {option}; rows would corrupt it",
+                              "route to another topic"))
+        raise_problems("pipeline", found)
+        return self

@@ -1,0 +1,121 @@
+"""YAML text -> :class:`PipelineDef`, reporting every problem of the file in one error."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from cdc_ingest.config.definition import PipelineDef
+from cdc_ingest.config.interpolate import Interpolator
+from cdc_ingest.config.pipeline import PipelineOptions, RouteDef
+from cdc_ingest.config.problems import translate, unknown_option
+from cdc_ingest.config.sink import UpsertKafkaSinkDef
+from cdc_ingest.config.source import MySqlSourceDef
+from cdc_ingest.config.yaml_text import load_yaml
+from cdc_ingest.errors import ConfigError, ConfigProblem
+
+M = TypeVar("M", bound=BaseModel)
+
+SECTIONS = ("pipeline", "route", "sink", "source")
+_REQUIRED_HINT = {
+    "source": "add a 'source:' section with type: mysql, hostname, username, password, "
+    "tables and server-id",
+    "sink": "add a 'sink:' section with type: upsert-kafka and properties.bootstrap.servers",
+}
+
+
+def load_pipeline(path: str | Path, environ: Mapping[str, str] | None = None) -> PipelineDef:
+    """Read and validate a pipeline file; relative ``${file:...}`` paths start at its folder."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or "not UTF-8 text"
+        raise ConfigError([ConfigProblem(
+            str(file), f"cannot read the pipeline file ({reason})",
+            "check the path and that this user may read it",
+        )]) from None
+    return parse_pipeline(text, environ, source_name=str(file), base_dir=file.parent)
+
+
+def parse_pipeline(
+    text: str,
+    environ: Mapping[str, str] | None = None,
+    source_name: str = "<string>",
+    base_dir: Path | None = None,
+) -> PipelineDef:
+    """Validate pipeline YAML text; ``environ`` defaults to ``os.environ``."""
+    data = load_yaml(text, source_name)
+    if not isinstance(data, dict):
+        raise ConfigError([ConfigProblem(
+            source_name, "is not a pipeline definition (a mapping of sections)",
+            "start from routes/shop-to-kafka.yaml: source:, sink:, route:, pipeline:",
+        )])
+    resolver = Interpolator(os.environ if environ is None else environ, base_dir or Path.cwd())
+    data = resolver.resolve(data)
+    problems: list[ConfigProblem] = []
+    definition = _build(data, problems)
+    # An option whose reference failed is already reported; its raw text may fail again.
+    problems = resolver.problems + [p for p in problems if p.path not in resolver.failed_paths]
+    if problems or definition is None:
+        raise ConfigError(problems)
+    return definition
+
+
+def _build(data: dict[Any, Any], problems: list[ConfigProblem]) -> PipelineDef | None:
+    for key in data:
+        if key not in SECTIONS:
+            problems.append(unknown_option(str(key), str(key), SECTIONS, kind="section"))
+    source = _section(data, "source", MySqlSourceDef, problems)
+    sink = _section(data, "sink", UpsertKafkaSinkDef, problems)
+    pipeline = _section(data, "pipeline", PipelineOptions, problems)
+    routes = _routes(data.get("route"), problems)
+    if problems or source is None or sink is None or pipeline is None or routes is None:
+        return None
+    try:
+        return PipelineDef(source=source, sink=sink, routes=routes, pipeline=pipeline)
+    except ValidationError as exc:
+        problems.extend(translate(exc, "", PipelineDef))
+        return None
+
+
+def _section(
+    data: dict[Any, Any], name: str, model: type[M], problems: list[ConfigProblem]
+) -> M | None:
+    raw = data.get(name)
+    if raw is None and name in _REQUIRED_HINT:
+        problems.append(ConfigProblem(name, "required section is missing", _REQUIRED_HINT[name]))
+        return None
+    return _validate(model, {} if raw is None else raw, name, problems)
+
+
+def _routes(raw: Any, problems: list[ConfigProblem]) -> tuple[RouteDef, ...] | None:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        problems.append(ConfigProblem(
+            "route", "must be a list of route rules",
+            "write each rule as '- source-table: ...' with 'sink-table: ...' under it",
+        ))
+        return None
+    routes = [_validate(RouteDef, item, f"route[{i}]", problems) for i, item in enumerate(raw)]
+    valid = [route for route in routes if route is not None]
+    return tuple(valid) if len(valid) == len(routes) else None
+
+
+def _validate(
+    model: type[M], raw: Any, path: str, problems: list[ConfigProblem]
+) -> M | None:
+    if not isinstance(raw, dict):
+        problems.append(ConfigProblem(path, "must be a mapping of options",
+                                      "indent 'option: value' lines under it"))
+        return None
+    try:
+        return model.model_validate({str(k): v for k, v in raw.items()})
+    except ValidationError as exc:
+        problems.extend(translate(exc, path, model))
+        return None

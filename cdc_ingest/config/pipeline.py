@@ -1,0 +1,110 @@
+"""``pipeline:`` and ``route:`` - the job's own settings and the table -> topic rules."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field, field_validator, model_validator
+
+from cdc_ingest.config.durations import Duration
+from cdc_ingest.config.problems import problem, raise_problems
+from cdc_ingest.config.source_types import selector
+from cdc_ingest.config.types import ConfigModel, KafkaTopic, SafeId, choice, slug
+from cdc_ingest.errors import ConfigError
+from cdc_ingest.routing.routes import GROUP_REFERENCE, RouteMode, RouteRule
+
+DEFAULT_NAME = "cdc-ingest"
+_TOPIC_CHARS = re.compile(r"[A-Za-z0-9._-]*")
+
+Mode = Annotated[RouteMode, choice(RouteMode)]
+
+
+def _given(data: dict[str, Any], name: str, alias: str) -> bool:
+    return data.get(name) is not None or data.get(alias) is not None
+
+
+class PipelineOptions(ConfigModel):
+    """Settings of the pipeline as a whole. Names derived from ``name`` keep pipelines apart."""
+
+    name: SafeId = Field(DEFAULT_NAME, description="pipeline id: letters, digits, '.', '_', '-'")
+    parallelism: int = Field(1, ge=1, description="changelog topic partitions = Spark tasks")
+    route_mode: Mode = Field(RouteMode.ALL_MATCH, alias="route-mode")
+    state_dir: Path = Field(alias="state.dir",
+                            description="local state; default ./.cdc-ingest/<name>")
+    checkpoint_dir: str = Field(alias="checkpoint.dir",
+                                description="Spark checkpoint location (path or URI); "
+                                "default <state.dir>/checkpoint")
+    metrics_port: int | None = Field(None, alias="metrics.port", ge=1, le=65535)
+    trigger_interval: Duration = Field(timedelta(seconds=1), alias="trigger.interval",
+                                       description="Spark micro-batch interval; 0 = back to back")
+    max_offsets_per_trigger: int | None = Field(None, alias="max-offsets-per-trigger", ge=1)
+    changelog_topic: KafkaTopic = Field(alias="changelog.topic",
+                                        description="default cdc-ingest.<name>.changelog")
+    offsets_topic: KafkaTopic = Field(alias="offsets.topic",
+                                      description="default cdc-ingest.<name>.offsets")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derived_defaults(cls, data: Any) -> Any:
+        """Fill the names derived from ``name`` that the YAML leaves out."""
+        if not isinstance(data, dict):
+            return data
+        raw = data.get("name", DEFAULT_NAME)
+        # An invalid name is reported once, at `name`, not again at every derived option.
+        name = slug(str(raw))
+        filled = dict(data)
+        if not _given(data, "state_dir", "state.dir"):
+            filled["state.dir"] = Path(".cdc-ingest") / name
+        state_dir = filled.get("state_dir") or filled["state.dir"]
+        if not _given(data, "checkpoint_dir", "checkpoint.dir"):
+            filled["checkpoint.dir"] = str(Path(str(state_dir)) / "checkpoint")
+        for option in ("changelog", "offsets"):
+            if not _given(data, f"{option}_topic", f"{option}.topic"):
+                filled[f"{option}.topic"] = f"cdc-ingest.{name}.{option}"
+        return filled
+
+
+class RouteDef(ConfigModel):
+    """One route rule (Flink CDC ``route:`` entry): tables matching source-table go to a topic."""
+
+    source_table: str = Field(alias="source-table", examples=["app.order_[0-9]+"],
+                              description="table selector, same syntax as source.tables")
+    sink_table: str = Field(alias="sink-table", examples=["orders"],
+                            description="topic name; may use $1 groups or the replace-symbol")
+    replace_symbol: str | None = Field(None, alias="replace-symbol",
+                                       description="placeholder in sink-table for the table name")
+    description: str | None = Field(None, description="free text for people")
+
+    @field_validator("source_table")
+    @classmethod
+    def _selector(cls, value: str) -> str:
+        try:
+            selector(value, "source-table")
+        except ConfigError as exc:
+            raise problem(exc.problems[0].message, exc.problems[0].fix) from None
+        return value
+
+    @model_validator(mode="after")
+    def _sink_table(self) -> RouteDef:
+        try:
+            RouteRule.compile(self.source_table, self.sink_table, self.replace_symbol)
+        except ConfigError as exc:
+            raise_problems("route", [((p.path,), p.message, p.fix) for p in exc.problems])
+        if self.replace_symbol is not None:
+            literal = self.sink_table.replace(self.replace_symbol, "")
+        else:
+            literal = GROUP_REFERENCE.sub("", self.sink_table)
+        if not _TOPIC_CHARS.fullmatch(literal):
+            raise_problems("route", [(("sink-table",), "is not a valid Kafka topic name",
+                                      "use letters, digits, '.', '_' or '-'")])
+        return self
+
+    @property
+    def static_topic(self) -> str | None:
+        """The topic when sink-table has no placeholder, else None."""
+        dynamic = "$" in self.sink_table or (
+            self.replace_symbol is not None and self.replace_symbol in self.sink_table)
+        return None if dynamic else self.sink_table

@@ -1,0 +1,58 @@
+"""``cdc-ingest validate``: the definition's problems, then live checks of MySQL and Kafka."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from cdc_ingest.capture.options import capture_options
+from cdc_ingest.capture.positions import PositionStore
+from cdc_ingest.capture.preflight import Check, mysql_checks
+from cdc_ingest.config import load_pipeline
+from cdc_ingest.errors import CdcIngestError, ConfigError
+from cdc_ingest.kafka.admin import transactions_usable
+from cdc_ingest.model import Position
+
+
+def run_validate(config_path: Path, echo: Callable[[str], None]) -> bool:
+    """Print every check; True when all pass. Config errors are raised (exit 2)."""
+    defn = load_pipeline(config_path)
+    try:
+        options = capture_options(defn)
+    except ConfigError:
+        raise
+    echo(f"[ok  ] config: {config_path} (pipeline {options.pipeline!r})")
+    checks: list[Check] = []
+
+    kafka_problem = transactions_usable(options.kafka, f"{options.transactional_id}.validate")
+    checks.append(
+        Check(
+            "kafka transactions",
+            kafka_problem is None,
+            kafka_problem or f"{options.kafka.get('bootstrap.servers')} reachable, "
+            "transactions usable",
+            "check properties.bootstrap.servers and the client security properties; the "
+            "broker needs transaction.state.log.replication.factor <= its broker count",
+        )
+    )
+    positions: list[tuple[str, Position]] = []
+    if kafka_problem is None:
+        try:
+            saved = PositionStore(options.kafka, options.offsets_topic).load()
+        except CdcIngestError:
+            saved = None
+        if saved is not None:
+            positions.append(("committed", saved))
+    spec = options.startup
+    if spec.mode == "specific-offset":
+        positions.append(("scan.startup.specific-offset",
+                          Position(gtid_set=spec.gtid_set, file=spec.file, pos=spec.pos)))
+    for check in mysql_checks(options.connection, options.captured, options.key_columns
+                              or (lambda d, t: None), positions, retries=0):
+        checks.append(check)
+    for check in checks:
+        echo(check.line())
+    failed = [c for c in checks if not c.ok]
+    echo(f"validate: {len(failed)} of {len(checks)} checks failed" if failed
+         else f"validate: all {len(checks)} checks passed")
+    return not failed

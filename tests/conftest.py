@@ -1,0 +1,230 @@
+"""Shared fixtures: one MariaDB/MySQL and one Kafka per test run, stopped at the end.
+
+Without a Docker engine the servers are the project's own local services
+(``cdc_ingest.services``); when ``docker info`` answers they are testcontainers (MySQL 8.4,
+Confluent Kafka in KRaft mode) behind the same attributes. ``CDC_INGEST_TEST_SERVICES=local``
+forces the local services even when Docker is there.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import signal
+import subprocess
+import uuid
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+import pymysql
+import pytest
+from testcontainers.community.kafka import KafkaContainer
+from testcontainers.community.mysql import MySqlContainer
+
+from cdc_ingest.services import KafkaBroker, MariaDB
+from cdc_ingest.services._kafka_probe import wait_until_ready
+
+INTEGRATION_DIR = Path(__file__).parent / "integration"
+
+
+class MySqlServer(Protocol):
+    """What tests may use of the ``mariadb`` fixture, whichever way it runs."""
+
+    host: str
+
+    @property
+    def port(self) -> int: ...
+    @property
+    def admin(self) -> dict[str, Any]: ...
+    @property
+    def cdc(self) -> dict[str, Any]: ...
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def restart_with(self, **options: Any) -> None: ...
+    def reconfigured(self, **options: Any) -> AbstractContextManager[Any]: ...
+
+
+class KafkaServer(Protocol):
+    @property
+    def bootstrap(self) -> str: ...
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+
+
+# -- pytest hooks ------------------------------------------------------------------------
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A CI timeout sends SIGTERM: turn it into KeyboardInterrupt so that pytest still runs
+    # the session finalizers that stop the servers.
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if INTEGRATION_DIR in item.path.parents:
+            item.add_marker(pytest.mark.integration)
+
+
+# -- fixtures ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def mariadb(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A running server with binlog ROW/FULL/FULL, root/``root`` and least-privileged
+    ``cdc``/``cdc``. Attributes: ``host``, ``port``, ``admin``, ``cdc`` (pymysql kwargs),
+    ``restart_with(**my_cnf_options)``, ``reconfigured(**my_cnf_options)``."""
+    server: MySqlServer
+    if _docker_available():
+        server = _MySqlContainer()
+    else:
+        server = MariaDB(tmp_path_factory.mktemp("services") / "mariadb")
+    _start(server, request)
+    return server
+
+
+@pytest.fixture(scope="session")
+def kafka(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A running single-node Kafka whose transaction coordinator is ready: ``.bootstrap``."""
+    server: KafkaServer
+    if _docker_available():
+        server = _KafkaContainer()
+    else:
+        server = KafkaBroker(tmp_path_factory.mktemp("services") / "kafka")
+    _start(server, request)
+    return server
+
+
+def _start(server: MySqlServer | KafkaServer, request: pytest.FixtureRequest) -> None:
+    """Start a session server and make sure it is stopped whatever happens."""
+    request.addfinalizer(server.stop)
+    try:
+        server.start()
+    except BaseException:
+        # pytest runs no finalizer of a fixture interrupted (Ctrl-C, SIGTERM) during setup.
+        server.stop()
+        raise
+
+
+@pytest.fixture
+def fresh_db(mariadb: MySqlServer) -> Iterator[str]:
+    """The name of a new, empty database (utf8mb4), dropped after the test."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with admin_conn(mariadb) as conn, conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+    yield name
+    with admin_conn(mariadb) as conn, conn.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+
+
+def admin_conn(server: MySqlServer, database: str | None = None) -> pymysql.Connection[Any]:
+    """A root connection in autocommit mode (use it as a context manager to close it)."""
+    return pymysql.connect(**server.admin, database=database, autocommit=True)
+
+
+# -- the Docker variant (not runnable on machines without a Docker engine) ------------------
+
+
+@functools.cache
+def _docker_available() -> bool:
+    if os.environ.get("CDC_INGEST_TEST_SERVICES") == "local" or not shutil.which("docker"):
+        return False
+    try:
+        info = subprocess.run(["docker", "info"], capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return info.returncode == 0
+
+
+MYSQL_FLAGS = (
+    "--server-id=1 --log-bin=mysql-bin --binlog-format=ROW --binlog-row-image=FULL "
+    "--binlog-row-metadata=FULL --gtid-mode=ON --enforce-gtid-consistency=ON "
+    "--character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci "
+    "--default-time-zone=+00:00 --max-allowed-packet=64M --mysql-native-password=ON"
+)
+# mysql_native_password so that pymysql needs no `cryptography` for caching_sha2 over TCP.
+MYSQL_PROVISION = (
+    "ALTER USER 'root'@'%' IDENTIFIED WITH mysql_native_password BY 'root';"
+    "CREATE USER 'cdc'@'%' IDENTIFIED WITH mysql_native_password BY 'cdc';"
+    "GRANT REPLICATION SLAVE, REPLICATION CLIENT, SELECT ON *.* TO 'cdc'@'%';"
+)
+
+
+class _MySqlContainer:
+    """MySQL 8.4 in testcontainers, with the attributes of ``cdc_ingest.services.MariaDB``."""
+
+    host = "127.0.0.1"
+    port = 0
+
+    def __init__(self) -> None:
+        self._container = MySqlContainer("mysql:8.4", username="root", password="root")
+        self._container.with_command(MYSQL_FLAGS)
+        self._started = False
+
+    @property
+    def admin(self) -> dict[str, Any]:
+        return {"host": self.host, "port": self.port, "user": "root", "password": "root"}
+
+    @property
+    def cdc(self) -> dict[str, Any]:
+        return {"host": self.host, "port": self.port, "user": "cdc", "password": "cdc"}
+
+    def start(self) -> None:
+        if self._started:
+            return
+        self._container.start()
+        self._started = True
+        self.host = self._container.get_container_host_ip()
+        self.port = int(self._container.get_exposed_port(3306))
+        result = self._container.exec(["mysql", "-uroot", "-proot", "-e", MYSQL_PROVISION])
+        assert result.exit_code == 0, result.output
+
+    def stop(self) -> None:
+        if self._started:
+            self._container.stop()
+            self._started = False
+
+    def restart_with(self, **options: Any) -> None:
+        pytest.skip("the testcontainers MySQL cannot be restarted with other settings")
+
+    @contextmanager
+    def reconfigured(self, **options: Any) -> Iterator[_MySqlContainer]:
+        self.restart_with(**options)
+        yield self
+
+
+class _KafkaContainer:
+    """Confluent Kafka (KRaft) in testcontainers, with ``bootstrap`` like ``KafkaBroker``."""
+
+    bootstrap = ""
+
+    def __init__(self) -> None:
+        self._container = KafkaContainer("confluentinc/cp-kafka:7.9.0").with_kraft()
+        for name, value in {
+            "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": "1",
+            "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
+            "KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false",
+            "KAFKA_NUM_PARTITIONS": "1",
+        }.items():
+            self._container.with_env(name, value)
+        self._started = False
+
+    def start(self) -> None:
+        if self._started:
+            return
+        self._container.start(timeout=90)
+        self._started = True
+        self.bootstrap = self._container.get_bootstrap_server()
+        wait_until_ready(self.bootstrap)
+
+    def stop(self) -> None:
+        if self._started:
+            self._container.stop()
+            self._started = False
