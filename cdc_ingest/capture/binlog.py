@@ -40,6 +40,11 @@ from cdc_ingest.model import Position
 log = logging.getLogger(__name__)
 
 ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
+ER_SLAVE_SAME_ID = 4052
+
+
+class ReplicaTakenOver(SourceError):
+    """Another replica connected to MySQL with this capture's server-id."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +227,7 @@ class BinlogReader:
         heartbeat_seconds: float,
     ) -> None:
         self._captured = captured
+        self._server_id = server_id
         self._schemas = SchemaCache(catalog)
         self._start = start
         self._file = start.file or ""
@@ -278,6 +284,13 @@ class BinlogReader:
                     "scan.startup.mode: latest-offset (changes made while capture was away are "
                     "then missed; re-snapshot to get them), or restore the binlog files; "
                     "raise binlog_expire_logs_seconds so it does not happen again."
+                ) from exc
+            if code == ER_SLAVE_SAME_ID:
+                raise ReplicaTakenOver(
+                    f"another replica connected to MySQL with server-id {self._server_id}, so "
+                    "MySQL dropped this capture's binlog stream. Fix: if it is a second "
+                    "instance of this pipeline, run only one; otherwise give each pipeline (and "
+                    "each replica) its own source.server-id."
                 ) from exc
             raise SourceError(f"binlog stream failed: {exc}") from exc
 

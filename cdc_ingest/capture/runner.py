@@ -15,6 +15,7 @@ from cdc_ingest.capture.binlog import (
     ConnectionSettings,
     Ddl,
     Heartbeat,
+    ReplicaTakenOver,
     Rows,
     TxBegin,
     TxCommit,
@@ -160,6 +161,16 @@ class Capture:
     # -- the loop ------------------------------------------------------------------------
 
     def _loop(self, reader: BinlogReader) -> None:
+        try:
+            self._consume(reader)
+        except ReplicaTakenOver:
+            # Usually a second capture of this pipeline: Kafka fencing is the authority, and
+            # committing (even an unchanged position) raises FencedError if that is it.
+            self._commit(force=True)
+            raise
+        self._commit()
+
+    def _consume(self, reader: BinlogReader) -> None:
         for ev in reader.events():
             if isinstance(ev, Rows):
                 self._on_rows(ev)
@@ -176,7 +187,6 @@ class Capture:
             self._maybe_commit()
             if self._stop:
                 break
-        self._commit()
 
     def _on_begin(self, ev: TxBegin) -> None:
         self._tx = ev
@@ -277,9 +287,9 @@ class Capture:
             self._commit()
         self._progress.maybe_log(self._committed)
 
-    def _commit(self) -> None:
+    def _commit(self, force: bool = False) -> None:
         """Exactly-once hop 1: the records and the position they lead to, atomically."""
-        if not self._batch.open and self._pos == self._committed:
+        if not force and not self._batch.open and self._pos == self._committed:
             return
         # 1. A transaction is open (begin it if only the position moves).
         self._open()

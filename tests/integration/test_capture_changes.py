@@ -1,0 +1,126 @@
+"""Row operations and DDL arrive in the changelog in binlog order per key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import admin_conn
+from tests.integration.pipeline_helpers import (
+    changelog,
+    gtid_now,
+    rows_of,
+    start_capture,
+    stop,
+    wait_for,
+    write_pipeline,
+)
+
+
+def _by_key(records: list[dict[str, Any]]) -> dict[tuple[str, str], list[tuple[Any, ...]]]:
+    out: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
+    for r in rows_of(records):
+        key = (r["table"], r["_key"].decode())
+        out.setdefault(key, []).append((r["op"], (r["after"] or {}).get("v")))
+    return out
+
+
+def test_insert_update_delete_and_key_change_per_key_in_order(
+    mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Path
+) -> None:
+    conn = admin_conn(mariadb, fresh_db)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE a (id INT PRIMARY KEY, v INT)")
+        cur.execute("CREATE TABLE b (k1 VARCHAR(10), k2 INT, v INT, PRIMARY KEY (k2, k1))")
+        cur.execute("CREATE TABLE skipped (id INT PRIMARY KEY, v INT)")
+    start = gtid_now(mariadb)
+    with conn.cursor() as cur:
+        cur.execute("INSERT INTO a VALUES (1, 0), (2, 0), (3, 0)")
+        cur.execute("INSERT INTO b VALUES ('x', 1, 0), ('y', 2, 0)")
+        cur.execute("INSERT INTO skipped VALUES (1, 0)")
+        cur.execute("UPDATE a SET v = 1 WHERE id = 1")
+        cur.execute("UPDATE b SET v = 1 WHERE k1 = 'x'")
+        cur.execute("UPDATE a SET id = 10, v = 2 WHERE id = 2")  # key change
+        cur.execute("DELETE FROM a WHERE id = 3")
+        cur.execute("UPDATE a SET v = v + 1")  # one statement, two rows
+        cur.execute("UPDATE b SET k1 = 'z', v = 2 WHERE k2 = 2")  # composite key change
+        cur.execute("DELETE FROM b WHERE k2 = 1")
+        cur.execute("INSERT INTO a VALUES (3, 5)")  # a deleted key comes back
+    conn.commit()
+
+    name = f"ops-{fresh_db}"
+    config = write_pipeline(
+        tmp_path / "ops.yaml", mariadb, kafka, name, rf"{fresh_db}.a, {fresh_db}.b",
+        source={"scan.startup.mode": "specific-offset",
+                "scan.startup.specific-offset.gtid-set": start},
+    )
+    proc = start_capture(config, tmp_path / "capture.log")
+    try:
+        records = wait_for(
+            lambda: (r := changelog(kafka, name)) and len(rows_of(r)) >= 15 and r,
+            what="15 row changes",
+        )
+    finally:
+        assert stop(proc) == 0, (tmp_path / "capture.log").read_text()
+
+    assert {r["table"] for r in rows_of(records)} == {"a", "b"}
+    assert _by_key(records) == {
+        ("a", '{"id":1}'): [("+I", 0), ("+U", 1), ("+U", 2)],
+        ("a", '{"id":2}'): [("+I", 0), ("-D", None)],
+        ("a", '{"id":10}'): [("+I", 2), ("+U", 3)],
+        ("a", '{"id":3}'): [("+I", 0), ("-D", None), ("+I", 5)],
+        # key columns in key order (k2, k1), not table order
+        ("b", '{"k2":1,"k1":"x"}'): [("+I", 0), ("+U", 1), ("-D", None)],
+        ("b", '{"k2":2,"k1":"y"}'): [("+I", 0), ("-D", None)],
+        ("b", '{"k2":2,"k1":"z"}'): [("+I", 2)],
+    }
+    # a key-changing update: -D of the old key carries the old row, +I the new one
+    delete = next(r for r in records if r["op"] == "-D" and r["pk"] == {"id": 2})
+    assert delete["before"] == {"id": 2, "v": 0} and delete["after"] is None
+    # one key always lands in one partition
+    partitions: dict[bytes, set[int]] = {}
+    for r in rows_of(records):
+        partitions.setdefault(r["_key"], set()).add(r["_partition"])
+    assert all(len(p) == 1 for p in partitions.values())
+
+
+def test_ddl_is_recorded_and_later_rows_use_the_new_columns(
+    mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Path
+) -> None:
+    conn = admin_conn(mariadb, fresh_db)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, a INT)")
+    start = gtid_now(mariadb)
+    with conn.cursor() as cur:
+        cur.execute("INSERT INTO t VALUES (1, 1)")
+        cur.execute("ALTER TABLE t ADD COLUMN note VARCHAR(20) DEFAULT 'n', DROP COLUMN a")
+        cur.execute("INSERT INTO t VALUES (2, 'hello')")
+        cur.execute("ALTER TABLE t ADD COLUMN flag TINYINT(1) DEFAULT 1")
+        cur.execute("UPDATE t SET flag = 0 WHERE id = 1")
+    conn.commit()
+
+    name = f"ddl-{fresh_db}"
+    config = write_pipeline(
+        tmp_path / "ddl.yaml", mariadb, kafka, name, rf"{fresh_db}.\.*",
+        source={"scan.startup.mode": "specific-offset",
+                "scan.startup.specific-offset.gtid-set": start},
+        pipeline={"parallelism": 1},
+    )
+    proc = start_capture(config, tmp_path / "capture.log")
+    try:
+        records = wait_for(
+            lambda: (r := changelog(kafka, name)) and len(rows_of(r)) >= 3 and r,
+            what="3 row changes",
+        )
+    finally:
+        assert stop(proc) == 0, (tmp_path / "capture.log").read_text()
+
+    seen = [(r["op"], r.get("ddl", "")[:20], r["after"]) for r in records]
+    assert seen == [
+        ("+I", "", {"id": 1, "a": 1}),
+        ("DDL", "ALTER TABLE t ADD CO", None),
+        ("+I", "", {"id": 2, "note": "hello"}),
+        ("DDL", "ALTER TABLE t ADD CO", None),
+        ("+U", "", {"id": 1, "note": "n", "flag": False}),
+    ]
+    assert records[1]["db"] == fresh_db and records[1]["table"] == "t"
