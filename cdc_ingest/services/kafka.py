@@ -75,6 +75,10 @@ def fetch_jars(version: str = DEFAULT_VERSION) -> Path:
     return libs
 
 
+def _lines(path: Path) -> list[str]:
+    return path.read_text(errors="replace").splitlines() if path.is_file() else []
+
+
 def _random_cluster_id() -> str:
     """Kafka's Uuid text form: URL-safe base64 of 16 random bytes, not starting with '-'."""
     while True:
@@ -162,7 +166,8 @@ class KafkaBroker:
         _require("java", "default-jdk-headless")
         libs = fetch_jars(self.version)
         self._port = self._port or free_port()
-        self._controller_port = self._controller_port or free_port()
+        while self._controller_port in (None, self._port):
+            self._controller_port = free_port()
         self.home.mkdir(parents=True, exist_ok=True)
         save_state(
             self.state_file,
@@ -217,7 +222,10 @@ class KafkaBroker:
 
     def _wait_ready(self, pid: int) -> None:
         def details() -> str:
-            return log_tail(self.log_file) + "\n" + log_tail(self.home / "kafka.out", 10)
+            errors = [line for line in _lines(self.log_file) if " ERROR " in line][-5:]
+            return "\n".join(
+                [*errors, log_tail(self.log_file), log_tail(self.home / "kafka.out", 10)]
+            )
 
         wait_until_ready(
             self.bootstrap,

@@ -205,8 +205,8 @@ class MariaDB:
     @contextmanager
     def reconfigured(self, **options: OptionValue) -> Iterator[MariaDB]:
         """``restart_with(**options)`` for the body of a ``with``, then back to the defaults."""
-        self.restart_with(**options)
         try:
+            self.restart_with(**options)
             yield self
         finally:
             self.restart_with()

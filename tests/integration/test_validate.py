@@ -1,0 +1,189 @@
+"""`cdc-ingest validate` and capture on bad config and wrong server settings: the stated errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import admin_conn
+from tests.integration.pipeline_helpers import (
+    cli,
+    gtid_now,
+    start_capture,
+    wait_for,
+    write_pipeline,
+)
+
+
+def _validate(config: Path) -> tuple[int, str]:
+    result = cli("validate", "--config", str(config))
+    return result.returncode, result.stdout + result.stderr
+
+
+def _line(output: str, check: str) -> str:
+    lines = output.splitlines()
+    for i, line in enumerate(lines):
+        if f"] {check}:" in line:
+            follow = lines[i + 1] if i + 1 < len(lines) and "fix:" in lines[i + 1] else ""
+            return line + "\n" + follow
+    raise AssertionError(f"no line for check {check!r} in:\n{output}")
+
+
+@pytest.fixture
+def keyed_db(fresh_db: str, mariadb: Any) -> str:
+    conn = admin_conn(mariadb, fresh_db)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+    conn.close()
+    return fresh_db
+
+
+def test_good_setup_passes(mariadb: Any, kafka: Any, keyed_db: str, tmp_path: Path) -> None:
+    config = write_pipeline(tmp_path / "p.yaml", mariadb, kafka, "ok", rf"{keyed_db}.\.*")
+    code, out = _validate(config)
+    assert code == 0, out
+    assert "[FAIL]" not in out and "validate: all" in out
+
+
+def test_config_errors_are_all_listed_with_paths(tmp_path: Path) -> None:
+    config = tmp_path / "bad.yaml"
+    config.write_text(
+        "source:\n  type: mysql\n  hostnme: db\n  port: seventy\n  username: u\n"
+        "  password: p\n  tables: a.b\n  server-id: 1\n"
+        "sink:\n  type: upsert-kafka\n  sink.delivery-guarantee: twice\n"
+        "route:\n  - source-table: a.(\n    sink-table: t\n"
+    )
+    code, out = _validate(config)
+    assert code == 2, out
+    assert "5 problems" in out
+    for path in ("source.hostnme", "source.port", "source.hostname",
+                 "sink.sink.delivery-guarantee", "route[0].source-table"):
+        assert path in out, f"{path} missing from:\n{out}"
+    assert "did you mean 'hostname'" in out
+
+
+def test_wrong_binlog_settings_each_named_with_the_fix(
+    mariadb: Any, kafka: Any, keyed_db: str, tmp_path: Path
+) -> None:
+    config = write_pipeline(tmp_path / "p.yaml", mariadb, kafka, "settings", rf"{keyed_db}.t")
+    conn = admin_conn(mariadb)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET GLOBAL binlog_format = 'STATEMENT'")
+            cur.execute("SET GLOBAL binlog_row_image = 'MINIMAL'")
+            cur.execute("SET GLOBAL binlog_row_metadata = 'MINIMAL'")
+        code, out = _validate(config)
+    finally:
+        with conn.cursor() as cur:
+            cur.execute("SET GLOBAL binlog_format = 'ROW'")
+            cur.execute("SET GLOBAL binlog_row_image = 'FULL'")
+            cur.execute("SET GLOBAL binlog_row_metadata = 'FULL'")
+        conn.close()
+    assert code == 4, out
+    assert "is STATEMENT, must be ROW" in _line(out, "binlog_format")
+    assert "binlog_format=ROW" in _line(out, "binlog_format")
+    assert "is MINIMAL, must be FULL" in _line(out, "binlog_row_image")
+    assert "binlog_row_metadata=FULL" in _line(out, "binlog_row_metadata")
+    assert "[ok  ] log_bin" in out
+
+
+def test_binlog_off_is_named_with_the_my_cnf_fix(
+    mariadb: Any, kafka: Any, keyed_db: str, tmp_path: Path
+) -> None:
+    config = write_pipeline(tmp_path / "p.yaml", mariadb, kafka, "nobinlog", rf"{keyed_db}.t")
+    with mariadb.reconfigured(log_bin=None):
+        code, out = _validate(config)
+    assert code == 4, out
+    line = _line(out, "log_bin")
+    assert "is OFF, must be ON" in line and "log_bin=mysql-bin" in line and "my.cnf" in line
+
+
+def test_missing_grants_and_keyless_table_and_unreachable_kafka(
+    mariadb: Any, kafka: Any, keyed_db: str, tmp_path: Path
+) -> None:
+    conn = admin_conn(mariadb, keyed_db)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE nokey (a INT, b INT)")
+        cur.execute("CREATE USER IF NOT EXISTS 'weak'@'%' IDENTIFIED BY 'weak'")
+        cur.execute("GRANT SELECT ON *.* TO 'weak'@'%'")
+    config = write_pipeline(tmp_path / "p.yaml", mariadb, kafka, "weak", rf"{keyed_db}.\.*",
+                            user="weak")
+    code, out = _validate(config)
+    assert code == 4, out
+    grants = _line(out, "grants")
+    assert "lacks REPLICATION SLAVE, REPLICATION CLIENT" in grants
+    assert "GRANT REPLICATION SLAVE, BINLOG MONITOR, SELECT ON *.* TO 'weak'@'%';" in grants
+    keys = _line(out, "primary keys")
+    assert f"without a primary key: {keyed_db}.nokey" in keys and "key-columns" in keys
+
+    # naming the key columns fixes the keyless table
+    config = write_pipeline(tmp_path / "p2.yaml", mariadb, kafka, "keyed", rf"{keyed_db}.\.*",
+                            source={"tables.key-columns": {f"{keyed_db}.nokey": "a,b"}})
+    code, out = _validate(config)
+    assert "[ok  ] primary keys" in out, out
+
+    dead = type("Dead", (), {"bootstrap": "127.0.0.1:1"})()
+    config = write_pipeline(tmp_path / "p3.yaml", mariadb, dead, "dead", rf"{keyed_db}.t")
+    code, out = _validate(config)
+    assert code == 4 and "[FAIL] kafka transactions" in out, out
+
+
+def test_keyless_table_stops_capture_with_table_and_position(
+    mariadb: Any, kafka: Any, keyed_db: str, tmp_path: Path
+) -> None:
+    conn = admin_conn(mariadb, keyed_db)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE nokey (a INT, b INT)")
+    start = gtid_now(mariadb)
+    with conn.cursor() as cur:
+        cur.execute("INSERT INTO nokey VALUES (1, 2)")
+    conn.commit()
+    config = write_pipeline(
+        tmp_path / "p.yaml", mariadb, kafka, f"nokey-{keyed_db}", rf"{keyed_db}.nokey",
+        source={"scan.startup.mode": "specific-offset",
+                "scan.startup.specific-offset.gtid-set": start},
+    )
+    log = tmp_path / "capture.log"
+    code = start_capture(config, log).wait(60)
+    text = log.read_text()
+    assert code == 3, text
+    assert f"table {keyed_db}.nokey has no primary key" in text
+    assert "binlog mysql-bin." in text and "tables.key-columns" in text
+
+
+def test_purged_position_is_a_clear_error(
+    mariadb: Any, kafka: Any, keyed_db: str, tmp_path: Path
+) -> None:
+    old = gtid_now(mariadb)
+    conn = admin_conn(mariadb, keyed_db)
+    with conn.cursor() as cur:
+        cur.execute("INSERT INTO t VALUES (1, 1)")
+        conn.commit()
+        cur.execute("FLUSH BINARY LOGS")
+        cur.execute("SHOW MASTER STATUS")
+        current = cur.fetchone()[0]
+        # MariaDB keeps a file until its binlog checkpoint is written: retry briefly.
+        def purged() -> bool:
+            cur.execute(f"PURGE BINARY LOGS TO '{current}'")
+            cur.execute("SHOW BINARY LOGS")
+            return bool(cur.fetchone()[0] == current)
+
+        wait_for(purged, timeout=30, what="older binlog files purged")
+    config = write_pipeline(
+        tmp_path / "p.yaml", mariadb, kafka, f"purged-{keyed_db}", rf"{keyed_db}.t",
+        source={"scan.startup.mode": "specific-offset",
+                "scan.startup.specific-offset.gtid-set": old},
+    )
+    code, out = _validate(config)
+    assert code == 4, out
+    line = _line(out, "scan.startup.specific-offset position")
+    assert old in line and "oldest binlog" in line and "latest-offset" in line
+
+    log = tmp_path / "capture.log"
+    code = start_capture(config, log).wait(60)
+    text = log.read_text()
+    assert code == 7, text
+    assert f"cannot resume capture of pipeline 'purged-{keyed_db}' at '{old}'" in text
+    assert "binlog_expire_logs_seconds" in text
