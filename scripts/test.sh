@@ -30,6 +30,10 @@ echo "test.sh: pip install -e '.[test]'" >&2
 echo "test.sh: Kafka jars" >&2
 "$PYTHON" -m cdc_ingest.services fetch kafka >/dev/null
 
+echo "test.sh: ruff and mypy" >&2
+"$PYTHON" -m ruff check --quiet .
+"$PYTHON" -m mypy cdc_ingest
+
 status=0
 "$PYTHON" -m pytest -q -p no:cacheprovider "$@" || status=$?
 if [ "$status" -eq 5 ]; then

@@ -68,4 +68,5 @@ def capture_options(defn: PipelineDef) -> CaptureOptions:
         connect_retries=s.connect_max_retries,
         replication_factor=defn.sink.topic_replication_factor or 1,
         tinyint1_as_boolean=s.treat_tinyint1_as_boolean_enabled,
+        transactional_id_prefix=defn.transactional_id_prefix,
     )

@@ -33,6 +33,8 @@ class Progress:
         try:
             head_file, head_pos = self._catalog.head()
             head = f"{head_file}:{head_pos}"
+            if (committed.file, committed.pos) == (head_file, head_pos):
+                lag = 0.0  # caught up: the last event's age is not lag
         except Exception as exc:  # noqa: BLE001 - the log line must not stop capture
             head = f"unknown ({exc})"
         log.info(

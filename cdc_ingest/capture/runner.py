@@ -54,10 +54,11 @@ class CaptureOptions:
     log_interval_s: float = 10.0
     replication_factor: int = 1
     tinyint1_as_boolean: bool = True
+    transactional_id_prefix: str = ""
 
     @property
     def transactional_id(self) -> str:
-        return f"cdc-ingest.{self.pipeline}.capture"
+        return f"{self.transactional_id_prefix or 'cdc-ingest.' + self.pipeline}.capture"
 
 
 class _Batch:

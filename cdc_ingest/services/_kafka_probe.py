@@ -7,9 +7,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient
-
+from cdc_ingest.errors import SinkError
+from cdc_ingest.kafka import TopicAdmin
+from cdc_ingest.kafka.admin import transactions_usable
 from cdc_ingest.services._process import wait_until
 
 log = logging.getLogger(__name__)
@@ -25,23 +25,18 @@ def _client_config(bootstrap: str) -> dict[str, Any]:
 
 def lists_topics(bootstrap: str) -> bool:
     try:
-        AdminClient(_client_config(bootstrap)).list_topics(timeout=2)
-    except KafkaException:
+        TopicAdmin(_client_config(bootstrap), timeout_s=2).partitions(READINESS_TRANSACTIONAL_ID)
+    except SinkError:
         return False
     return True
 
 
 def can_init_transactions(bootstrap: str) -> bool:
     """True once the transaction coordinator (and its __transaction_state topic) is up."""
-    producer = Producer(
-        {**_client_config(bootstrap), "transactional.id": READINESS_TRANSACTIONAL_ID}
-    )
-    try:
-        producer.init_transactions(5)
-    except KafkaException as exc:
-        log.debug("transactions not ready yet: %s", exc)
-        return False
-    return True
+    problem = transactions_usable(_client_config(bootstrap), READINESS_TRANSACTIONAL_ID)
+    if problem is not None:
+        log.debug("transactions not ready yet: %s", problem)
+    return problem is None
 
 
 def wait_until_ready(

@@ -124,5 +124,5 @@ def test_every_column_type_maps_to_the_expected_json(
     for g, e in zip(got, expected, strict=True):
         assert g == e, f"record for pk {e['pk']} differs"
     # BIGINT UNSIGNED max survives as an exact number in the raw message bytes.
-    raw = [r for r in records if r["pk"] == {"id": 1}][0]
+    raw = next(r for r in records if r["pk"] == {"id": 1})
     assert raw["after"]["biu"] == 18446744073709551615

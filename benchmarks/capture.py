@@ -1,0 +1,593 @@
+"""Capture throughput: binlog -> committed changelog records, against plain library decoding.
+
+    python benchmarks/capture.py [--rows 1000000] [--repeat 3] [--out FILE]
+
+Writes a workload into ``bench.orders`` once (inserts, then updates of 20% of the rows, then
+deletes of 10%, in ~5000-row statements), then, once per repeat and over that same binlog
+range: runs ``cdc-ingest capture`` until its committed position covers the workload; reads
+the range with a plain python-mysql-replication ``BinLogStreamReader``; reads it with our own
+``BinlogReader`` (no Kafka). See benchmarks/README.md for what each figure means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import secrets
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+from _common import (
+    REPO,
+    Measure,
+    Services,
+    Stopwatch,
+    cpu_seconds,
+    log_tail,
+    machine_info,
+    mysql_conn,
+    peak_rss_bytes,
+    ratios,
+    services,
+    stop_process,
+    table,
+    write_json,
+)
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+from cdc_ingest.capture.binlog import BinlogReader, ConnectionSettings, Heartbeat, Rows
+from cdc_ingest.capture.catalog import Catalog
+from cdc_ingest.capture.positions import PositionStore
+from cdc_ingest.model import Position
+
+log = logging.getLogger("benchmarks.capture")
+
+DB = "bench"
+TABLE = "orders"
+BATCH = 5000  # rows per statement (and per MySQL transaction) of the workload
+UPDATE_EVERY = 5  # ids divisible by 5 are updated: 20% of the rows
+DELETE_REMAINDER = 1  # ids ending in 1 are deleted: 10% of the rows
+PARALLELISM = 2
+POLL_S = 0.5
+STALL_S = 120.0  # no progress for this long = something is broken
+
+CREATE_TABLE = f"""
+CREATE TABLE {DB}.{TABLE} (
+  id BIGINT PRIMARY KEY,
+  customer_id INT,
+  status VARCHAR(20),
+  amount DECIMAL(12,2),
+  note VARCHAR(255),
+  created_at DATETIME(6),
+  updated_at TIMESTAMP(3),
+  flags TINYINT,
+  payload JSON
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4
+"""
+STATUSES = ("new", "paid", "packed", "shipped", "delivered", "returned")
+EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+# -- the workload --------------------------------------------------------------------------
+
+
+@dataclass
+class Workload:
+    rows: int
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    gtid_before: str = ""
+    gtid_after: str = ""
+    binlog_bytes: int | None = None
+    insert_s: float = 0.0
+    update_s: float = 0.0
+    delete_s: float = 0.0
+
+    @property
+    def changes(self) -> int:
+        return self.inserted + self.updated + self.deleted
+
+
+def _row_sql(i: int) -> str:
+    customer = (i * 7919) % 100_000
+    cents = (i * 3_137) % 10_000_000
+    created = (EPOCH + timedelta(microseconds=i * 1_000_003)).strftime("%Y-%m-%d %H:%M:%S.%f")
+    updated = (EPOCH + timedelta(milliseconds=i * 1_501)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    note = f"order {i} of customer {customer}" + " gift wrap" * (i % 4)
+    payload = (
+        f'{{"sku":"SKU-{i % 9973}","qty":{i % 7 + 1},"tags":["web","{STATUSES[i % 6]}"],'
+        f'"gift":{"true" if i % 4 else "false"}}}'
+    )
+    return (
+        f"({i},{customer},'{STATUSES[i % 4]}',{cents // 100}.{cents % 100:02d},'{note}',"
+        f"'{created}','{updated}',{i % 128},'{payload}')"
+    )
+
+
+def _gtid_pos(cur: Any) -> str:
+    cur.execute("SELECT @@GLOBAL.gtid_binlog_pos")
+    return str(cur.fetchone()[0] or "")
+
+
+def _master_status(cur: Any) -> tuple[str, int]:
+    cur.execute("SHOW MASTER STATUS")
+    file, pos = cur.fetchone()[:2]
+    return str(file), int(pos)
+
+
+def _binlog_bytes(cur: Any, start: tuple[str, int], end: tuple[str, int]) -> int | None:
+    """Bytes of binlog between two SHOW MASTER STATUS positions."""
+    cur.execute("SHOW BINARY LOGS")
+    sizes = {str(row[0]): int(row[1]) for row in cur.fetchall()}
+    names = sorted(n for n in sizes if start[0] <= n <= end[0])
+    if not names or names[0] != start[0] or names[-1] != end[0]:
+        return None
+    total = sum(sizes[n] for n in names)
+    return total - start[1] - (sizes[end[0]] - end[1])
+
+
+def make_workload(svc: Services, rows: int) -> Workload:
+    """Recreate bench.orders and write the row changes; the GTIDs bound them in the binlog."""
+    wl = Workload(rows)
+    conn = mysql_conn(svc.admin)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS {DB}")
+            cur.execute(f"CREATE DATABASE {DB} CHARACTER SET utf8mb4")
+            cur.execute(CREATE_TABLE)
+            wl.gtid_before = _gtid_pos(cur)
+            start = _master_status(cur)
+            conn.autocommit(False)
+            with Stopwatch() as sw:
+                for lo in range(1, rows + 1, BATCH):
+                    hi = min(lo + BATCH, rows + 1)
+                    values = ",".join(_row_sql(i) for i in range(lo, hi))
+                    wl.inserted += cur.execute(f"INSERT INTO {DB}.{TABLE} VALUES {values}")
+                    conn.commit()
+            wl.insert_s = sw.seconds
+            log.info("inserted %d rows in %.1f s", wl.inserted, wl.insert_s)
+            with Stopwatch() as sw:
+                for lo in range(1, rows + 1, BATCH * UPDATE_EVERY):
+                    hi = lo + BATCH * UPDATE_EVERY - 1
+                    wl.updated += cur.execute(
+                        f"UPDATE {DB}.{TABLE} SET status = 'updated', amount = amount + 1,"
+                        " updated_at = updated_at + INTERVAL 1 HOUR, flags = flags ^ 1"
+                        f" WHERE id BETWEEN {lo} AND {hi} AND id % {UPDATE_EVERY} = 0"
+                    )
+                    conn.commit()
+            wl.update_s = sw.seconds
+            log.info("updated %d rows in %.1f s", wl.updated, wl.update_s)
+            with Stopwatch() as sw:
+                for lo in range(1, rows + 1, BATCH * 10):
+                    hi = lo + BATCH * 10 - 1
+                    wl.deleted += cur.execute(
+                        f"DELETE FROM {DB}.{TABLE}"
+                        f" WHERE id BETWEEN {lo} AND {hi} AND id % 10 = {DELETE_REMAINDER}"
+                    )
+                    conn.commit()
+            wl.delete_s = sw.seconds
+            log.info("deleted %d rows in %.1f s", wl.deleted, wl.delete_s)
+            conn.autocommit(True)
+            wl.gtid_after = _gtid_pos(cur)
+            wl.binlog_bytes = _binlog_bytes(cur, start, _master_status(cur))
+    finally:
+        conn.close()
+    return wl
+
+
+def server_version(svc: Services) -> str:
+    conn = mysql_conn(svc.admin)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT VERSION()")
+            return str(cur.fetchone()[0])
+    finally:
+        conn.close()
+
+
+# -- GTIDs -----------------------------------------------------------------------------------
+
+
+def _seqs(gtid_set: str | None) -> dict[str, int]:
+    """MariaDB ``domain-server-seq[,...]`` -> {domain: seq}."""
+    out: dict[str, int] = {}
+    for raw in (gtid_set or "").split(","):
+        part = raw.strip()
+        if part:
+            domain, _server, seq = part.split("-")
+            out[domain] = max(out.get(domain, 0), int(seq))
+    return out
+
+
+def gtid_reached(committed: str | None, target: str) -> bool:
+    have = _seqs(committed)
+    return all(have.get(domain, -1) >= seq for domain, seq in _seqs(target).items())
+
+
+# -- a. the capture process ----------------------------------------------------------------
+
+
+def _pipeline_yaml(svc: Services, wl: Workload, name: str, server_id: int, state: Path) -> str:
+    doc = {
+        "source": {
+            "type": "mysql",
+            "hostname": svc.cdc["host"],
+            "port": svc.mysql_port,
+            "username": svc.cdc["user"],
+            "password": svc.cdc["password"],
+            "tables": f"{DB}.{TABLE}",
+            "server-id": server_id,
+            "scan.startup.mode": "specific-offset",
+            "scan.startup.specific-offset.gtid-set": wl.gtid_before,
+            "heartbeat.interval": "1s",
+        },
+        "sink": {"type": "upsert-kafka", "properties.bootstrap.servers": svc.bootstrap},
+        "pipeline": {"name": name, "parallelism": PARALLELISM, "state.dir": str(state)},
+    }
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def _log_time(log_file: Path, marker: str) -> float | None:
+    """Epoch seconds of the first capture log line containing ``marker`` (asctime, local)."""
+    for line in log_file.read_text(errors="replace").splitlines():
+        if marker in line:
+            try:
+                stamp = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
+            except ValueError:
+                return None
+            return stamp.timestamp()
+    return None
+
+
+def _server_cpu(svc: Services) -> dict[str, float | None]:
+    return {name: cpu_seconds(pid) for name, pid in svc.pids.items() if pid}
+
+
+def count_committed(bootstrap: str, topic: str, timeout_s: float = 120.0) -> int:
+    """How many committed records ``topic`` holds (read_committed, batched consume)."""
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": f"cdc-ingest-bench-{secrets.token_hex(6)}",
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+        "auto.offset.reset": "earliest",
+        "enable.partition.eof": True,
+    })
+    try:
+        meta = consumer.list_topics(topic, timeout=30)
+        partitions = list(meta.topics[topic].partitions)
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        pending, count = set(partitions), 0
+        deadline = time.monotonic() + timeout_s
+        while pending:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"counting {topic}: partitions {sorted(pending)} never ended")
+            for msg in consumer.consume(10_000, 1.0):
+                err = msg.error()
+                if err is None:
+                    count += 1
+                    deadline = time.monotonic() + timeout_s
+                elif err.code() == KafkaError._PARTITION_EOF:
+                    pending.discard(msg.partition())
+                else:
+                    raise RuntimeError(f"counting {topic}: {err}")
+        return count
+    finally:
+        consumer.close()
+
+
+def run_capture(
+    svc: Services, wl: Workload, name: str, server_id: int, workdir: Path, timeout_s: float
+) -> dict[str, Any]:
+    """Time ``cdc-ingest capture`` from process start to its position covering the workload."""
+    config = workdir / f"{name}.yaml"
+    config.write_text(_pipeline_yaml(svc, wl, name, server_id, workdir / name))
+    log_file = workdir / f"{name}.log"
+    store = PositionStore({"bootstrap.servers": svc.bootstrap}, f"cdc-ingest.{name}.offsets")
+    server_cpu_before = _server_cpu(svc)
+    first_commit: float | None = None
+    with log_file.open("ab") as out:
+        started_wall = time.time()
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cdc_ingest.cli", "capture", "--config", str(config)],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=workdir,
+        )
+    try:
+        last: Position | None = None
+        progress_at, progress_rows = started, -1
+        while True:
+            tick = time.perf_counter()
+            if proc.poll() is not None:
+                raise RuntimeError(
+                    f"capture exited with {proc.returncode} before reaching "
+                    f"{wl.gtid_after}:\n{log_tail(log_file)}"
+                )
+            last = store.load()
+            now = time.perf_counter()
+            if last is not None and first_commit is None:
+                first_commit = now - started
+            if last is not None and gtid_reached(last.gtid_set, wl.gtid_after):
+                seconds = now - started
+                break
+            moved = (last.gtid_set, last.rows_done) if last else None
+            if moved != progress_rows:
+                progress_at, progress_rows = now, moved
+            elif now - progress_at > STALL_S or now - started > timeout_s:
+                raise RuntimeError(
+                    f"capture made no progress (committed {last and last.describe()!r}, "
+                    f"want {wl.gtid_after}):\n{log_tail(log_file)}"
+                )
+            time.sleep(max(0.0, POLL_S - (time.perf_counter() - tick)))
+        rss = peak_rss_bytes(proc.pid)
+        cpu = cpu_seconds(proc.pid)
+        server_cpu_after = _server_cpu(svc)
+    finally:
+        exit_code = stop_process(proc)
+    if exit_code != 0:
+        raise RuntimeError(f"capture exited with {exit_code} after SIGTERM:\n{log_tail(log_file)}")
+    starts_at = _log_time(log_file, f"capture {name} starts at")
+    startup = starts_at - started_wall if starts_at is not None else None
+    records = count_committed(svc.bootstrap, f"cdc-ingest.{name}.changelog")
+    if records != wl.changes:
+        raise RuntimeError(f"changelog of {name} holds {records} records, want {wl.changes}")
+    server_cpu = {
+        name_: (server_cpu_after[name_] or 0.0) - (before or 0.0)
+        for name_, before in server_cpu_before.items()
+        if server_cpu_after.get(name_) is not None
+    }
+    return {
+        "pipeline": name,
+        "seconds": seconds,
+        "rows_per_s": wl.changes / seconds,
+        "first_commit_s": first_commit,
+        "startup_s": startup,
+        "rows_per_s_after_startup": (
+            wl.changes / (seconds - startup) if startup is not None and seconds > startup
+            else None
+        ),
+        "peak_rss_bytes": rss,
+        "cpu_s": cpu,
+        "server_cpu_s": server_cpu,
+        "exit_code": exit_code,
+        "changelog_records": records,
+        "committed": last.describe() if last else None,
+    }
+
+
+# -- b. the library's own decoding -----------------------------------------------------------
+
+
+def library_decode(svc: Services, wl: Workload, server_id: int) -> dict[str, Any]:
+    """Plain BinLogStreamReader over the same range, every row of every rows event decoded."""
+    settings = {"host": svc.cdc["host"], "port": svc.mysql_port, "user": svc.cdc["user"],
+                "passwd": svc.cdc["password"]}
+    rows = 0
+    with Stopwatch() as sw:
+        stream = BinLogStreamReader(
+            connection_settings=settings,
+            server_id=server_id,
+            blocking=False,
+            is_mariadb=True,
+            auto_position=wl.gtid_before,
+            only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
+            only_schemas=[DB],
+            enable_logging=False,
+        )
+        try:
+            for ev in stream:
+                for _row in ev.rows:
+                    rows += 1
+                if rows >= wl.changes:
+                    break
+        finally:
+            stream.close()
+    if rows != wl.changes:
+        raise RuntimeError(f"the library decoded {rows} rows, want {wl.changes}")
+    return {"seconds": sw.seconds, "rows": rows, "rows_per_s": rows / sw.seconds}
+
+
+# -- c. our decoder alone --------------------------------------------------------------------
+
+
+def our_decode(svc: Services, wl: Workload, server_id: int) -> dict[str, Any]:
+    """cdc_ingest's BinlogReader over the same range: framing by the library, rows by us."""
+    settings = ConnectionSettings(
+        host=svc.cdc["host"], port=svc.mysql_port, user=svc.cdc["user"],
+        password=svc.cdc["password"],
+    )
+    rows = 0
+    with Stopwatch() as sw:
+        catalog = Catalog(settings)
+        reader = BinlogReader(
+            settings, server_id, Position(gtid_set=wl.gtid_before),
+            captured=lambda db, table: db == DB, catalog=catalog.table_facts,
+            mariadb=True, heartbeat_seconds=1.0,
+        )
+        try:
+            progress_at = time.monotonic()
+            for ev in reader.events():
+                if isinstance(ev, Rows):
+                    for _before, _after in ev.rows:
+                        rows += 1
+                    progress_at = time.monotonic()
+                    if rows >= wl.changes:
+                        break
+                elif isinstance(ev, Heartbeat) and time.monotonic() - progress_at > STALL_S:
+                    raise RuntimeError(f"BinlogReader stalled at {rows} of {wl.changes} rows")
+        finally:
+            reader.close()
+            catalog.close()
+    if rows != wl.changes:
+        raise RuntimeError(f"BinlogReader decoded {rows} rows, want {wl.changes}")
+    return {"seconds": sw.seconds, "rows": rows, "rows_per_s": rows / sw.seconds}
+
+
+# -- driver ----------------------------------------------------------------------------------
+
+
+def _delete_topics(bootstrap: str, topics: list[str]) -> None:
+    if not topics:
+        return
+    futures = AdminClient({"bootstrap.servers": bootstrap}).delete_topics(topics)
+    for topic, future in futures.items():
+        try:
+            future.result(30)
+        except Exception as exc:  # noqa: BLE001 - cleanup only
+            log.warning("could not delete topic %s: %s", topic, exc)
+
+
+def measures_of(runs: list[dict[str, Any]], with_ours: bool) -> list[Measure]:
+    def samples(part: str, key: str, scale: float = 1.0) -> list[float]:
+        return [r[part][key] / scale for r in runs if r.get(part, {}).get(key) is not None]
+
+    lib = "library decode"
+    out = [
+        Measure("capture end-to-end", "rows/s", samples("capture", "rows_per_s"), lib, 0,
+                "process start -> committed position covers the workload"),
+        Measure(lib, "rows/s", samples("library", "rows_per_s"), lib, 0,
+                "BinLogStreamReader, ev.rows of every rows event"),
+    ]
+    if with_ours:
+        out.append(Measure("our decoder alone", "rows/s", samples("ours", "rows_per_s"), lib, 0,
+                           "cdc_ingest BinlogReader, no Kafka"))
+    out += [
+        Measure("capture after startup", "rows/s",
+                samples("capture", "rows_per_s_after_startup"), lib, 0,
+                "rows / (end-to-end time - startup time)"),
+        Measure("capture wall time", "s", samples("capture", "seconds"), digits=1),
+        Measure("capture startup", "s", samples("capture", "startup_s"), digits=2,
+                note="process start -> 'capture ... starts at' log line"),
+        Measure("capture first commit", "s", samples("capture", "first_commit_s"), digits=2,
+                note="process start -> first committed position (0.5 s polls)"),
+        Measure("capture CPU", "s", samples("capture", "cpu_s"), digits=1,
+                note="user+system CPU of the capture process, all threads"),
+        Measure("capture peak RSS", "MiB", samples("capture", "peak_rss_bytes", 2**20),
+                digits=0, note="VmHWM of the capture process"),
+    ]
+    for server in ("kafka", "mariadbd"):
+        values = [r["capture"]["server_cpu_s"][server] for r in runs
+                  if server in r.get("capture", {}).get("server_cpu_s", {})]
+        if values:
+            out.append(Measure(f"{server} CPU during capture", "s", values, digits=1))
+    return out
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        description="Capture throughput (binlog -> committed Kafka records) against plain "
+        "python-mysql-replication decoding of the same binlog range.",
+    )
+    p.add_argument("--rows", type=int, default=1_000_000,
+                   help="rows inserted; 20%% are then updated and 10%% deleted "
+                   "(default %(default)s)")
+    p.add_argument("--repeat", type=int, default=3, help="measurements of each kind (default 3)")
+    p.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "capture.json",
+                   help="JSON results file (default %(default)s)")
+    p.add_argument("--no-decoder", action="store_true",
+                   help="skip measure c (our BinlogReader alone)")
+    p.add_argument("--mysql-host", default="127.0.0.1")
+    p.add_argument("--mysql-port", type=int, default=None,
+                   help="use this MariaDB instead of starting one (database `bench` is dropped "
+                   "and recreated!)")
+    p.add_argument("--mysql-root-password", default="root")
+    p.add_argument("--mysql-user", default="cdc", help="the capture user (default cdc)")
+    p.add_argument("--mysql-password", default="cdc")
+    p.add_argument("--kafka-bootstrap", default=None,
+                   help="use this Kafka instead of starting one (the benchmark's topics are "
+                   "deleted at the end unless --keep-topics)")
+    p.add_argument("--keep-topics", action="store_true")
+    p.add_argument("--keep-home", action="store_true",
+                   help="keep the temp folder of the services this run starts (logs, data)")
+    p.add_argument("--capture-timeout", type=float, default=3600.0,
+                   help="seconds one capture measurement may take")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s",
+                        stream=sys.stderr)
+    logging.getLogger("cdc_ingest").setLevel(logging.WARNING)
+    wall = time.perf_counter()
+    run_id = secrets.token_hex(3)
+    runs: list[dict[str, Any]] = []
+    topics: list[str] = []
+    with services(
+        mysql_host=args.mysql_host, mysql_port=args.mysql_port,
+        root_password=args.mysql_root_password, cdc_user=args.mysql_user,
+        cdc_password=args.mysql_password, kafka_bootstrap=args.kafka_bootstrap,
+        keep_home=args.keep_home,
+    ) as svc:
+        workdir = svc.home / "capture"
+        workdir.mkdir()
+        try:
+            services_s = time.perf_counter() - wall
+            version = server_version(svc)
+            log.info("writing the workload: %d rows into %s.%s", args.rows, DB, TABLE)
+            wl = make_workload(svc, args.rows)
+            log.info("workload: %d row changes, %s -> %s, %s binlog bytes", wl.changes,
+                     wl.gtid_before, wl.gtid_after, wl.binlog_bytes)
+            for n in range(args.repeat):
+                name = f"bench-{run_id}-{n + 1}"
+                topics += [f"cdc-ingest.{name}.changelog", f"cdc-ingest.{name}.offsets"]
+                run: dict[str, Any] = {"repeat": n + 1}
+                log.info("repeat %d/%d: capture", n + 1, args.repeat)
+                run["capture"] = run_capture(svc, wl, name, 5400 + n, workdir,
+                                             args.capture_timeout)
+                log.info("  capture: %.1f s, %.0f rows/s", run["capture"]["seconds"],
+                         run["capture"]["rows_per_s"])
+                run["library"] = library_decode(svc, wl, 6400 + n)
+                log.info("  library decode: %.1f s, %.0f rows/s", run["library"]["seconds"],
+                         run["library"]["rows_per_s"])
+                if not args.no_decoder:
+                    run["ours"] = our_decode(svc, wl, 7400 + n)
+                    log.info("  our decoder: %.1f s, %.0f rows/s", run["ours"]["seconds"],
+                             run["ours"]["rows_per_s"])
+                runs.append(run)
+        finally:
+            if args.kafka_bootstrap and not args.keep_topics:
+                _delete_topics(svc.bootstrap, topics)
+            started = list(svc.started)
+    total = time.perf_counter() - wall
+    measures = measures_of(runs, not args.no_decoder)
+    ratio_of = ratios(measures)
+    print(f"\ncapture benchmark: {wl.changes:,} row changes ({wl.inserted:,} inserts, "
+          f"{wl.updated:,} updates, {wl.deleted:,} deletes), {args.repeat} repeat(s), "
+          f"{machine_info()['nproc']} CPUs")
+    print(table(measures, "vs library decode"))
+    print(f"\ntotal wall time {total:.0f} s (workload written in "
+          f"{wl.insert_s + wl.update_s + wl.delete_s:.0f} s)")
+    write_json(args.out, {
+        "benchmark": "capture",
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "config": {
+            "rows": args.rows, "repeats": args.repeat, "statement_rows": BATCH,
+            "pipeline_parallelism": PARALLELISM, "poll_s": POLL_S,
+            "capture_options": "defaults (capture.transaction.max-rows 5000, "
+                               "max-interval 1s), heartbeat.interval 1s",
+        },
+        "machine": machine_info(mysql_server=version),
+        "services": {"started": started, "mysql_port": svc.mysql_port,
+                     "kafka_bootstrap": svc.bootstrap, "startup_s": services_s},
+        "workload": {**asdict(wl), "changes": wl.changes},
+        "results": {m.name: m.as_json(ratio_of[m.name]) for m in measures},
+        "runs": runs,
+        "total_wall_s": total,
+    })
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
