@@ -75,11 +75,14 @@ class Rows:
 
 @dataclass(frozen=True, slots=True)
 class Ddl:
+    """A statement other than BEGIN/COMMIT; ``ends_tx`` when it is a transaction of its own."""
+
     db: str
     sql: str
     ts: int
     file: str
     pos: int
+    ends_tx: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +231,7 @@ class BinlogReader:
     ) -> None:
         self._captured = captured
         self._server_id = server_id
+        self._explicit_tx = False
         self._schemas = SchemaCache(catalog)
         self._start = start
         self._file = start.file or ""
@@ -300,19 +304,26 @@ class BinlogReader:
             return self._rows(ev, kind)
         where_pos = ev.packet.log_pos
         if isinstance(ev, (MariadbGtidEvent, GtidEvent)):
+            # MariaDB has no BEGIN event: a GTID without FL_STANDALONE opens a transaction
+            # that only XID or COMMIT ends; a standalone one (DDL) ends with its statement.
+            self._explicit_tx = isinstance(ev, MariadbGtidEvent) and not ev.flags & 1
             return TxBegin(ev.gtid, self._stream.log_file, where_pos - ev.packet.event_size,
                            ev.timestamp)
         if isinstance(ev, XidEvent):
+            self._explicit_tx = False
             return TxCommit(ev.timestamp, self._stream.log_file, where_pos)
         if isinstance(ev, QueryEvent):
             sql = ev.query.strip()
             upper = sql[:8].upper()
-            if upper.startswith("BEGIN"):
+            if upper.startswith(("BEGIN", "XA START")):
+                self._explicit_tx = True
                 return None
-            if upper.startswith("COMMIT"):
+            if upper.startswith(("COMMIT", "ROLLBACK", "XA COMMI", "XA ROLLB")):
+                self._explicit_tx = False
                 return TxCommit(ev.timestamp, self._stream.log_file, where_pos)
             db = ev.schema.decode() if isinstance(ev.schema, bytes) else str(ev.schema or "")
-            return Ddl(db, sql, ev.timestamp, self._stream.log_file, where_pos)
+            return Ddl(db, sql, ev.timestamp, self._stream.log_file, where_pos,
+                       ends_tx=not self._explicit_tx)
         if isinstance(ev, (HeartbeatLogEvent, RotateEvent)):
             return Heartbeat(self._stream.log_file, self._stream.log_pos)
         return None

@@ -182,7 +182,8 @@ class Capture:
                 reader.set_resume_gtid(self._committed.gtid_set or "")
             elif isinstance(ev, Ddl):
                 self._on_ddl(ev)
-                self._on_commit(ev.file, ev.pos, ev.ts)
+                if ev.ends_tx:
+                    self._on_commit(ev.file, ev.pos, ev.ts)
             elif isinstance(ev, Heartbeat) and self._tx is None:
                 self._pos = replace(self._pos, file=ev.file, pos=ev.pos)
             self._maybe_commit()

@@ -46,6 +46,12 @@ def test_insert_update_delete_and_key_change_per_key_in_order(
         cur.execute("UPDATE b SET k1 = 'z', v = 2 WHERE k2 = 2")  # composite key change
         cur.execute("DELETE FROM b WHERE k2 = 1")
         cur.execute("INSERT INTO a VALUES (3, 5)")  # a deleted key comes back
+        # a SAVEPOINT is logged as a statement inside the transaction, not a DDL of its own
+        cur.execute("BEGIN")
+        cur.execute("INSERT INTO a VALUES (20, 0)")
+        cur.execute("SAVEPOINT s1")
+        cur.execute("INSERT INTO a VALUES (21, 0)")
+        cur.execute("COMMIT")
     conn.commit()
 
     name = f"ops-{fresh_db}"
@@ -57,8 +63,8 @@ def test_insert_update_delete_and_key_change_per_key_in_order(
     proc = start_capture(config, tmp_path / "capture.log")
     try:
         records = wait_for(
-            lambda: (r := changelog(kafka, name)) and len(rows_of(r)) >= 15 and r,
-            what="15 row changes",
+            lambda: (r := changelog(kafka, name)) and len(rows_of(r)) >= 17 and r,
+            what="17 row changes",
         )
     finally:
         assert stop(proc) == 0, (tmp_path / "capture.log").read_text()
@@ -73,7 +79,13 @@ def test_insert_update_delete_and_key_change_per_key_in_order(
         ("b", '{"k2":1,"k1":"x"}'): [("+I", 0), ("+U", 1), ("-D", None)],
         ("b", '{"k2":2,"k1":"y"}'): [("+I", 0), ("-D", None)],
         ("b", '{"k2":2,"k1":"z"}'): [("+I", 2)],
+        ("a", '{"id":20}'): [("+I", 0)],
+        ("a", '{"id":21}'): [("+I", 0)],
     }
+    # both rows of the savepoint transaction are rows 1 and 2 of one GTID
+    tx = sorted(r["pos"] for r in records if r["pk"] in ({"id": 20}, {"id": 21}))
+    assert tx[0].endswith("#1") and tx[1].endswith("#2")
+    assert tx[0].split("#")[0] == tx[1].split("#")[0] and tx[0].startswith("0-")
     # a key-changing update: -D of the old key carries the old row, +I the new one
     delete = next(r for r in records if r["op"] == "-D" and r["pk"] == {"id": 2})
     assert delete["before"] == {"id": 2, "v": 0} and delete["after"] is None
