@@ -49,7 +49,7 @@ class TopicAdmin:
         )
         try:
             futures[spec.name].result(self._timeout)
-            log.info("created topic %s (%d partitions)", spec.name, spec.partitions)
+            log.info("created topic %s %s", spec.name, spec.config or "")
         except KafkaException as exc:
             err = exc.args[0] if exc.args else None
             if not (isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS):

@@ -128,3 +128,61 @@ class TransactionalProducer:
 
     def close(self) -> None:
         self._producer.flush(5)
+
+
+class PlainProducer:
+    """A non-transactional producer (``at-least-once``: idempotent; ``none``: acks=1).
+
+    Failure contract: :meth:`flush` raises if any record failed, when ``strict``.
+    """
+
+    def __init__(self, config: dict[str, Any], idempotent: bool, strict: bool = True):
+        self._strict = strict
+        self._failures: list[str] = []
+        settings: dict[str, Any] = {
+            **config,
+            "partitioner": config.get("partitioner", "murmur2_random"),
+            "linger.ms": config.get("linger.ms", 5),
+        }
+        if idempotent:
+            settings.update({"enable.idempotence": True, "acks": "all"})
+        else:
+            settings.setdefault("acks", "1")
+        self._producer = Producer(settings)
+
+    def _report(self, err: KafkaError | None, msg: Any) -> None:
+        if err is not None:
+            self._failures.append(f"{msg.topic()}: {err}")
+
+    def produce(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        headers: list[tuple[str, bytes]] | None = None,
+        timestamp_ms: int | None = None,
+    ) -> None:
+        kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": self._report}
+        if headers:
+            kwargs["headers"] = headers
+        if timestamp_ms:
+            kwargs["timestamp"] = timestamp_ms
+        while True:
+            try:
+                self._producer.produce(topic, **kwargs)
+                return
+            except BufferError:
+                self._producer.poll(0.05)
+            except KafkaException as exc:
+                raise SinkError(f"Kafka failed while producing to {topic}: {exc}") from exc
+
+    def flush(self, timeout_s: float = 60.0) -> None:
+        left = self._producer.flush(timeout_s)
+        failures, self._failures = self._failures, []
+        if left:
+            failures.append(f"{left} messages still undelivered after {timeout_s:.0f}s")
+        if failures:
+            text = f"{len(failures)} message(s) failed: {failures[:3]}"
+            if self._strict:
+                raise SinkError(text)
+            log.warning("delivery-guarantee none: %s", text)

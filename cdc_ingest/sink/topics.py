@@ -1,0 +1,48 @@
+"""Sink topics: created compacted when missing; a non-compacted one draws a warning."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from cdc_ingest.kafka import TopicAdmin, TopicSpec
+
+log = logging.getLogger(__name__)
+
+
+class SinkTopics:
+    """Ensures each sink topic once per process."""
+
+    def __init__(
+        self, kafka: dict[str, Any], partitions: int | None, replication: int | None
+    ) -> None:
+        self._kafka = kafka
+        self._partitions = partitions
+        self._replication = replication
+        self._known: set[str] = set()
+        self._admin: TopicAdmin | None = None
+
+    def ensure(self, topic: str) -> None:
+        if topic in self._known:
+            return
+        if self._admin is None:
+            self._admin = TopicAdmin(self._kafka)
+        config = {"cleanup.policy": "compact"}
+        compression = self._kafka.get("compression.type")
+        if compression:
+            config["compression.type"] = str(compression)
+        existed = self._admin.partitions(topic) is not None
+        self._admin.ensure(
+            TopicSpec(topic, self._partitions or -1, self._replication or -1, config)
+        )
+        if existed:
+            policy = self._admin.topic_config(topic).get("cleanup.policy", "")
+            if "compact" not in policy:
+                log.warning(
+                    "sink topic %s has cleanup.policy=%s, so Kafka deletes old keys by time "
+                    "instead of keeping the latest value per key. Fix: kafka-configs.sh "
+                    "--alter --entity-type topics --entity-name %s --add-config "
+                    "cleanup.policy=compact",
+                    topic, policy or "?", topic,
+                )
+        self._known.add(topic)
