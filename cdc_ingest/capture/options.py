@@ -69,4 +69,5 @@ def capture_options(defn: PipelineDef) -> CaptureOptions:
         replication_factor=defn.sink.topic_replication_factor or 1,
         tinyint1_as_boolean=s.treat_tinyint1_as_boolean_enabled,
         transactional_id_prefix=defn.transactional_id_prefix,
+        metrics_port=p.metrics_port + 1 if p.metrics_port else None,
     )

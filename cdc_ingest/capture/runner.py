@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from types import FrameType
 from typing import Any
 
+from cdc_ingest import metrics
 from cdc_ingest.capture.binlog import (
     BinlogReader,
     ConnectionSettings,
@@ -55,6 +56,7 @@ class CaptureOptions:
     replication_factor: int = 1
     tinyint1_as_boolean: bool = True
     transactional_id_prefix: str = ""
+    metrics_port: int | None = None
 
     @property
     def transactional_id(self) -> str:
@@ -99,6 +101,7 @@ class Capture:
 
     def run(self) -> None:
         """Capture until stopped. Raises FencedError when another capture takes over."""
+        metrics.serve(self.o.metrics_port)
         self._prepare_topics()
         # Registering the transactional id aborts whatever a killed predecessor left open,
         # so the position read next is the last one that really committed.
@@ -298,7 +301,12 @@ class Capture:
         # 2. The position record joins the records already produced in it.
         self._store.produce(self._producer, self._pos)
         # 3. Commit: records and position become visible together, or neither does.
+        began = time.monotonic()
         self._producer.commit()
+        metrics.COMMIT_TIME.labels("capture").observe(time.monotonic() - began)
+        metrics.NUM_RECORDS_OUT.labels("capture").inc(self._batch.rows)
+        if self._pos.ts_ms:
+            metrics.FETCH_LAG.set(max(0, time.time() * 1000 - self._pos.ts_ms))
         self._batch.open = False
         self._committed = self._pos
         self._last_commit = time.monotonic()

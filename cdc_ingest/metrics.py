@@ -1,0 +1,34 @@
+"""Prometheus metrics (names from the Flink connector metrics where they fit).
+
+Only the process that calls :func:`serve` exposes them: the sink on ``pipeline.metrics.port``,
+capture on ``pipeline.metrics.port + 1``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
+
+log = logging.getLogger(__name__)
+
+NUM_RECORDS_IN = Counter("numRecordsIn", "changelog records read", ["stage"])
+NUM_RECORDS_OUT = Counter("numRecordsOut", "records written", ["stage"])
+NUM_BYTES_OUT = Counter("numBytesOut", "key + value bytes written", ["stage"])
+TABLE_RECORDS_OUT = Counter("numRecordsOutPerTable", "records written per source table",
+                            ["stage", "table"])
+FETCH_LAG = Gauge("currentFetchEventTimeLag",
+                  "ms between now and the binlog time of the last event fetched")
+EMIT_LAG = Gauge("currentEmitEventTimeLag",
+                 "ms between now and the binlog time of the last record emitted", ["stage"])
+COMMIT_TIME = Histogram("transactionCommitTime", "seconds per Kafka transaction commit",
+                        ["stage"], buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
+
+
+def serve(port: int | None) -> None:
+    """Expose /metrics on ``port`` (loopback unless CDC_INGEST_METRICS_ADDR says otherwise)."""
+    if port:
+        addr = os.environ.get("CDC_INGEST_METRICS_ADDR", "127.0.0.1")
+        start_http_server(port, addr=addr)
+        log.info("metrics on http://%s:%d/metrics", addr, port)

@@ -1,0 +1,85 @@
+"""``cdc-ingest start``: capture and the sink as two child processes, supervised together.
+
+If either child exits, the other is stopped cleanly and the exit code says which failed;
+SIGTERM / Ctrl-C stops both (each finishes or aborts its open transaction) and exits 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from cdc_ingest.errors import CdcIngestError
+
+log = logging.getLogger(__name__)
+
+STOP_TIMEOUT_S = 60.0
+
+
+class ChildFailed(CdcIngestError):
+    """One stage of the pipeline exited; the other was stopped."""
+
+    exit_code = 9
+
+
+@dataclass
+class _Child:
+    name: str
+    proc: subprocess.Popen[bytes]
+
+
+def _spawn(name: str, config: Path, extra: list[str]) -> _Child:
+    cmd = [sys.executable, "-m", "cdc_ingest.cli", name, "--config", str(config), *extra]
+    log.info("starting %s: %s", name, " ".join(cmd[1:]))
+    return _Child(name, subprocess.Popen(cmd))
+
+
+def _stop(child: _Child) -> int:
+    if child.proc.poll() is None:
+        child.proc.send_signal(signal.SIGTERM)
+    try:
+        return child.proc.wait(STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        log.error("%s did not stop within %.0fs; killing it", child.name, STOP_TIMEOUT_S)
+        child.proc.kill()
+        return child.proc.wait()
+
+
+def run_start(config: Path, sink_args: list[str] | None = None) -> None:
+    """Run capture and sink until one exits or a stop signal arrives."""
+    stopping = False
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        log.info("stop requested (signal %s): stopping capture and sink", signum)
+        stopping = True
+
+    previous = {s: signal.signal(s, request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    children = [_spawn("capture", config, []), _spawn("sink", config, sink_args or [])]
+    try:
+        failed: _Child | None = None
+        while not stopping and failed is None:
+            time.sleep(0.2)
+            failed = next((c for c in children if c.proc.poll() is not None), None)
+        codes = {c.name: _stop(c) for c in children}
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if failed is not None:
+        others = ", ".join(f"{n} exited {c}" for n, c in codes.items() if n != failed.name)
+        raise ChildFailed(
+            f"{failed.name} exited with code {codes[failed.name]} (its error is above), so "
+            f"the pipeline stopped ({others} after being asked to stop). Fix what "
+            f"{failed.name} reported and run `cdc-ingest start` again: it resumes from the "
+            "committed positions."
+        )
+    bad = {n: c for n, c in codes.items() if c != 0}
+    if bad:
+        raise ChildFailed(f"stopped, but not cleanly: {bad}")
+    log.info("capture and sink stopped cleanly")
