@@ -28,6 +28,8 @@ def write_pipeline(
     source: dict[str, Any] | None = None,
     pipeline: dict[str, Any] | None = None,
     user: str = "cdc",
+    sink: dict[str, Any] | None = None,
+    routes: list[dict[str, Any]] | None = None,
 ) -> Path:
     creds = mariadb.cdc if user == "cdc" else {"user": user, "password": user}
     doc = {
@@ -43,10 +45,13 @@ def write_pipeline(
             "heartbeat.interval": "1s",
             **(source or {}),
         },
-        "sink": {"type": "upsert-kafka", "properties.bootstrap.servers": kafka.bootstrap},
+        "sink": {"type": "upsert-kafka", "properties.bootstrap.servers": kafka.bootstrap,
+                 **(sink or {})},
         "pipeline": {"name": name, "parallelism": 2, "state.dir": str(path.parent / name),
-                     **(pipeline or {})},
+                     "trigger.interval": "500ms", **(pipeline or {})},
     }
+    if routes:
+        doc["route"] = routes
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     os.environ["TEST_MYSQL_PASSWORD"] = creds.get("password") or creds.get("passwd") or ""
     return path
@@ -60,11 +65,22 @@ def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
 
 
 def start_capture(config: Path, log: Path) -> subprocess.Popen[bytes]:
+    return start_command("capture", config, log)
+
+
+def start_command(command: str, config: Path, log: Path) -> subprocess.Popen[bytes]:
+    """`cdc-ingest <command> --config <config>` in the background, output appended to log."""
     handle = log.open("ab")
     return subprocess.Popen(
-        [sys.executable, "-m", "cdc_ingest.cli", "capture", "--config", str(config)],
+        [sys.executable, "-m", "cdc_ingest.cli", command, "--config", str(config)],
         stdout=handle, stderr=subprocess.STDOUT,
     )
+
+
+def sink_topic(kafka: Any, topic: str) -> list[Any]:
+    """Every committed message of a sink topic (cdc_ingest.kafka.Message), offset order."""
+    messages = list(read_topic({"bootstrap.servers": kafka.bootstrap}, topic))
+    return sorted(messages, key=lambda m: (m.partition, m.offset))
 
 
 def stop(proc: subprocess.Popen[bytes], timeout: float = 30) -> int:

@@ -1,0 +1,110 @@
+"""SIGKILL capture and two sinks (exactly-once, at-least-once) at random moments."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.integration.pipeline_helpers import (
+    gtid_now,
+    sink_topic,
+    start_command,
+    stop,
+    wait_for,
+    write_pipeline,
+)
+from tests.integration.workload import Workload
+
+
+def _sequences(kafka: Any, topics: dict[str, str]) -> dict[tuple[str, str], list[int | None]]:
+    """(table, key) -> the v of each message in offset order (None for a tombstone)."""
+    out: dict[tuple[str, str], list[int | None]] = {}
+    for table, topic in topics.items():
+        for m in sink_topic(kafka, topic):
+            v = None if m.value is None else int(m.value.split(b'"v":')[1].split(b",")[0])
+            out.setdefault((table, m.key.decode()), []).append(v)
+    return out
+
+
+def _expected(workload: Workload) -> dict[tuple[str, str], list[int | None]]:
+    return {key: [v if op != "-D" else None for op, v in changes]
+            for key, changes in workload.expected.items()}
+
+
+def _is_subsequence(needle: list[Any], haystack: list[Any]) -> bool:
+    it = iter(haystack)
+    return all(any(x == y for y in it) for x in needle)
+
+
+def test_kills_lose_nothing_and_exactly_once_duplicates_nothing(
+    mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Path
+) -> None:
+    seed = int(os.environ.get("CDC_INGEST_TEST_SEED", random.randrange(1 << 30)))
+    print(f"workload seed {seed}")
+    rng = random.Random(seed)
+    db = fresh_db
+    workload = Workload(mariadb.admin, db, seed, target_rows=50_000)
+    workload.create_tables()
+    eos_topics = {"ka": f"{db}-ka", "kb": f"{db}.kb"}  # kb: no route, default topic
+    alo_topics = {"ka": f"{db}-ka-alo", "kb": f"{db}-kb-alo"}
+    eos = write_pipeline(
+        tmp_path / "eos.yaml", mariadb, kafka, f"eos-{db}", rf"{db}.k[ab]",
+        source={"scan.startup.mode": "specific-offset",
+                "scan.startup.specific-offset.gtid-set": gtid_now(mariadb),
+                "capture.transaction.max-rows": 500,
+                "capture.transaction.max-interval": "300ms"},
+        sink={"sink.delivery-guarantee": "exactly-once"},
+        routes=[{"source-table": rf"{db}.ka", "sink-table": eos_topics["ka"]}],
+    )
+    # a second sink on the same changelog, at-least-once
+    alo = write_pipeline(
+        tmp_path / "alo.yaml", mariadb, kafka, f"alo-{db}", rf"{db}.k[ab]",
+        sink={"sink.delivery-guarantee": "at-least-once"},
+        pipeline={"changelog.topic": f"cdc-ingest.eos-{db}.changelog"},
+        routes=[{"source-table": rf"{db}.ka", "sink-table": alo_topics["ka"]},
+                {"source-table": rf"{db}.kb", "sink-table": alo_topics["kb"]}],
+    )
+    logs = {n: tmp_path / f"{n}.log" for n in ("capture", "eos", "alo")}
+    configs = {"capture": eos, "eos": eos, "alo": alo}
+    commands = {"capture": "capture", "eos": "sink", "alo": "sink"}
+    procs = {n: start_command(commands[n], configs[n], logs[n]) for n in logs}
+    wait_for(lambda: all("batch" in logs[n].read_text() for n in ("eos", "alo")),
+             timeout=180, what="both sinks running")
+    writer = threading.Thread(target=workload.run, daemon=True)
+    writer.start()
+    victims = ["capture", "eos", "alo", "capture", "eos", "alo"]
+    rng.shuffle(victims)
+    checkpoint = tmp_path / f"eos-{db}" / "checkpoint"
+    try:
+        for i, victim in enumerate(victims):
+            time.sleep(rng.uniform(1.0, 6.0))
+            procs[victim].send_signal(signal.SIGKILL)
+            procs[victim].wait(30)
+            if victim == "eos" and checkpoint.exists() and i >= 2:
+                shutil.rmtree(checkpoint)  # once: losing it must cost time, not duplicates
+                checkpoint = tmp_path / "gone"
+            procs[victim] = start_command(commands[victim], configs[victim], logs[victim])
+        writer.join(600)
+        assert workload.error is None, workload.error
+        expected = _expected(workload)
+        total = workload.rows
+        wait_for(lambda: sum(len(v) for v in _sequences(kafka, eos_topics).values()) >= total,
+                 timeout=300, what=f"{total} messages in the exactly-once topics")
+        wait_for(lambda: all(_is_subsequence(expected[k], got.get(k, []))
+                             for got in [_sequences(kafka, alo_topics)] for k in expected),
+                 timeout=300, what="every change in the at-least-once topics")
+    finally:
+        codes = {n: stop(p, timeout=60) for n, p in procs.items()}
+    assert codes == {"capture": 0, "eos": 0, "alo": 0}, {
+        n: logs[n].read_text()[-2000:] for n in logs}
+    got = _sequences(kafka, eos_topics)
+    different = [k for k in expected if got.get(k) != expected[k]]
+    assert not different, (f"seed {seed}: {len(different)} keys differ, e.g. {different[0]}: "
+                           f"expected {expected[different[0]]}, got {got.get(different[0])}")
+    assert set(got) == set(expected)
