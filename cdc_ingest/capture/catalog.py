@@ -116,8 +116,15 @@ class Catalog:
         row = self._one("SHOW GLOBAL VARIABLES LIKE %s", (name,))
         return str(row[1]) if row else None
 
+    def _binlog_status(self) -> tuple[object, ...]:
+        try:
+            return self._one("SHOW MASTER STATUS")
+        except pymysql.err.ProgrammingError:
+            # MySQL 8.4 removed SHOW MASTER STATUS in favour of SHOW BINARY LOG STATUS.
+            return self._one("SHOW BINARY LOG STATUS")
+
     def head(self) -> tuple[str, int]:
-        row = self._one("SHOW MASTER STATUS")
+        row = self._binlog_status()
         if not row:
             raise SourceError(
                 "the server has no binary log (log_bin is OFF). Fix: add log_bin=mysql-bin and "
@@ -134,7 +141,7 @@ class Catalog:
         if self.is_mariadb:
             gtid = str(self._one("SELECT @@GLOBAL.gtid_binlog_pos")[0] or "")
         else:
-            row = self._one("SHOW MASTER STATUS")
+            row = self._binlog_status()
             gtid = str(row[4]).replace("\n", "") if len(row) > 4 and row[4] else ""
         return Position(gtid_set=gtid, file=file, pos=pos, ts_ms=int(time.time() * 1000))
 

@@ -47,7 +47,7 @@ class SinkSettings:
     buffer_interval_s: float
     topic_partitions: int | None
     topic_replication: int | None
-    max_tx_rows: int = 20_000
+    max_tx_rows: int = 5_000
     max_tx_seconds: float = 10.0
 
     def transactional_id(self, partition: int) -> str:

@@ -1,0 +1,67 @@
+"""A column as ``information_schema.COLUMNS`` describes it: what verify needs to convert it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+_LABEL = re.compile(r"'((?:[^']|'')*)'")
+_BIT_WIDTH = re.compile(r"bit\((\d+)\)")
+
+COLUMNS_QUERY = (
+    "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, DATETIME_PRECISION, NUMERIC_SCALE, "
+    "CHARACTER_SET_NAME, CHARACTER_OCTET_LENGTH FROM information_schema.COLUMNS "
+    "WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s ORDER BY ORDINAL_POSITION"
+)
+
+
+@dataclass(frozen=True)
+class Column:
+    """``data_type`` is lower case (``decimal``); ``column_type`` as the server spells it
+    (``enum('A','b')``: labels keep their case); ``fsp`` is the fractional-second digits;
+    ``octet_length`` the byte width of BINARY(n)."""
+
+    name: str
+    data_type: str
+    column_type: str
+    fsp: int = 0
+    scale: int = 0
+    charset: str | None = None
+    octet_length: int | None = None
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> Column:
+        """One row of :data:`COLUMNS_QUERY`."""
+        name, data_type, column_type, fsp, scale, charset, octets = row
+        return cls(
+            name=as_text(name),
+            data_type=as_text(data_type).lower(),
+            column_type=as_text(column_type),
+            fsp=int(fsp or 0),
+            scale=int(scale or 0),
+            charset=as_text(charset) if charset is not None else None,
+            octet_length=int(octets) if octets is not None else None,
+        )
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """ENUM / SET members in definition order (``set('x','it''s')`` -> x, it's)."""
+        start = self.column_type.find("(")
+        body = self.column_type[start:] if start >= 0 else ""
+        return tuple(m.group(1).replace("''", "'") for m in _LABEL.finditer(body))
+
+    @property
+    def bits(self) -> int:
+        """The n of BIT(n)."""
+        match = _BIT_WIDTH.match(self.column_type.lower())
+        return int(match.group(1)) if match else 1
+
+    @property
+    def is_tinyint1(self) -> bool:
+        return self.data_type == "tinyint" and self.column_type.lower().startswith("tinyint(1)")
+
+
+def as_text(value: Any) -> str:
+    """A catalog value as text (some servers send information_schema names as bytes)."""
+    return value.decode() if isinstance(value, bytes) else str(value)

@@ -1,0 +1,132 @@
+"""One sink topic against the MySQL rows routed to it: missing, extra, differing, conflicts.
+
+Pure logic: the topic arrives materialized (latest value bytes per canonical key), the rows
+one at a time. Matched keys leave the map as they are compared, so memory shrinks while the
+tables stream and what is left at the end is the extra keys. Keys are remembered beyond that
+only when several tables share the topic, to tell a key two shards both hold (a conflict).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from cdc_ingest.verify.values import parse, render, same
+
+ABSENT = "(absent)"
+CATEGORIES = ("missing", "extra", "differing", "conflicts")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One reported difference: the key, its source table, and both sides in short JSON."""
+
+    key: str
+    table: str
+    detail: str
+
+
+@dataclass
+class TopicResult:
+    topic: str
+    tables: tuple[str, ...]
+    topic_exists: bool = True
+    topic_keys: int = 0
+    rows: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0))
+    samples: dict[str, list[Sample]] = field(
+        default_factory=lambda: {c: [] for c in CATEGORIES})
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def mysql_rows(self) -> int:
+        return sum(self.rows.values())
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and not any(self.counts.values())
+
+
+def _extra(key: bytes, raw: bytes) -> Sample:
+    try:
+        shown = render(parse(raw))
+    except ValueError:
+        shown = raw.decode("utf-8", errors="replace")[:160]
+    return Sample(key.decode("utf-8", errors="replace"), "", f"mysql {ABSENT} | topic {shown}")
+
+
+def value_diff(expected: Any, actual: Any) -> str:
+    """Both sides of a differing value; for two rows only the columns that differ."""
+    if not (isinstance(expected, dict) and isinstance(actual, dict)):
+        return f"mysql {render(expected)} | topic {render(actual)}"
+    parts = []
+    for name in [*expected, *(k for k in actual if k not in expected)]:
+        mine = render(expected[name], 60) if name in expected else ABSENT
+        theirs = render(actual[name], 60) if name in actual else ABSENT
+        if name not in expected or name not in actual or not same(expected[name], actual[name]):
+            parts.append(f"{name}: mysql {mine} | topic {theirs}")
+    return "; ".join(parts)
+
+
+class TopicCheck:
+    """Feed every MySQL row routed to ``topic`` with :meth:`row`, then call :meth:`finish`."""
+
+    def __init__(
+        self,
+        topic: str,
+        tables: tuple[str, ...],
+        latest: dict[bytes, bytes] | None,
+        except_key: bool,
+        max_diffs: int = 10,
+    ) -> None:
+        self._latest = latest if latest is not None else {}
+        self._except_key = except_key
+        self._max = max_diffs
+        self._owner: dict[bytes, str] | None = {} if len(tables) > 1 else None
+        self.result = TopicResult(topic, tables, latest is not None, len(self._latest),
+                                  dict.fromkeys(tables, 0))
+
+    def _note(self, category: str, sample: Callable[[], Sample]) -> None:
+        """Count one difference; describe it only while there is room to show it."""
+        self.result.counts[category] += 1
+        found = self.result.samples[category]
+        if len(found) < self._max:
+            found.append(sample())
+
+    def row(self, table: str, key: bytes, key_names: tuple[str, ...], row: dict[str, Any]) -> None:
+        """One MySQL row of ``table``; ``key`` is its canonical key JSON."""
+        self.result.rows[table] = self.result.rows.get(table, 0) + 1
+        if self._owner is not None:
+            first = self._owner.setdefault(key, table)
+            if first != table:
+                self._note("conflicts", lambda: Sample(
+                    key.decode(), table, f"both {first} and {table} have a row with it"))
+                return
+        expected = row
+        if self._except_key:
+            expected = {k: v for k, v in row.items() if k not in key_names}
+        raw = self._latest.pop(key, None)
+        if raw is None:
+            self._note("missing", lambda: Sample(
+                key.decode(), table, f"mysql {render(expected)} | topic {ABSENT}"))
+            return
+        try:
+            actual = parse(raw)
+        except ValueError:
+            actual = raw.decode("utf-8", errors="replace")  # shown as a string, and differs
+        if not same(expected, actual):
+            self._note("differing", lambda: Sample(
+                key.decode(), table, value_diff(expected, actual)))
+
+    def problem(self, text: str) -> None:
+        """Something that keeps a table from being verified (no key, unsupported type)."""
+        self.result.problems.append(text)
+
+    def finish(self) -> TopicResult:
+        """Count what the topic holds beyond the MySQL rows (its extra keys)."""
+        for key, raw in self._latest.items():
+            self._note("extra", partial(_extra, key, raw))
+        self._latest = {}
+        return self.result

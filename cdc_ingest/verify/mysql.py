@@ -1,0 +1,133 @@
+"""The MySQL side of verify: captured tables, their columns and keys, rows streamed.
+
+Rows come through an unbuffered cursor (``SSCursor``), so a table of millions of rows costs
+one row at a time. The tables of one sink topic are read inside one consistent snapshot.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+import pymysql.cursors
+
+from cdc_ingest.capture.binlog import ConnectionSettings
+from cdc_ingest.capture.catalog import connect
+from cdc_ingest.errors import SourceError
+from cdc_ingest.verify.columns import COLUMNS_QUERY, Column, as_text
+from cdc_ingest.verify.convert import UnsupportedType, converter, select_expression
+from cdc_ingest.verify.values import dumps
+
+log = logging.getLogger(__name__)
+
+_SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
+_FETCH = 1000
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+@dataclass(frozen=True)
+class TableShape:
+    """A table as verify reads it: columns in order, key columns in key order."""
+
+    db: str
+    table: str
+    columns: tuple[Column, ...]
+    key: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return f"{self.db}.{self.table}"
+
+    def select(self) -> str:
+        columns = ", ".join(select_expression(c) for c in self.columns)
+        # Identifiers cannot be bound parameters; both are quoted names from the catalog.
+        return f"SELECT {columns} FROM {quote(self.db)}.{quote(self.table)}"  # noqa: S608
+
+
+class RowConverter:
+    """Rows of one table -> (canonical key JSON, row as output JSON values)."""
+
+    def __init__(self, shape: TableShape, tinyint1_as_boolean: bool) -> None:
+        missing = [k for k in shape.key if k not in {c.name for c in shape.columns}]
+        if missing:
+            raise SourceError(f"key column(s) {missing} are not columns of {shape.name}. "
+                              "Fix: correct source.tables.key-columns.")
+        self.names = tuple(c.name for c in shape.columns)
+        self.key = shape.key
+        try:
+            self._convert = tuple(converter(c, tinyint1_as_boolean) for c in shape.columns)
+        except UnsupportedType as exc:
+            raise SourceError(f"{shape.name}: {exc}, which verify cannot check") from None
+
+    def __call__(self, values: tuple[Any, ...]) -> tuple[bytes, dict[str, Any]]:
+        row = {
+            name: None if value is None else convert(value)
+            for name, convert, value in zip(self.names, self._convert, values, strict=True)
+        }
+        return dumps({k: row[k] for k in self.key}), row
+
+
+class MySqlSide:
+    """One connection: catalog queries, then row streams (one at a time)."""
+
+    def __init__(self, settings: ConnectionSettings, retries: int = 3) -> None:
+        self._conn = connect(settings, retries)
+        self._run("SET SESSION time_zone = '+00:00'")
+        # A slow consumer of a long stream must not be cut off by the server.
+        self._run("SET SESSION net_write_timeout = 3600")
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def _run(self, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
+        with self._conn.cursor() as cur:
+            cur.execute(sql, args)
+            return list(cur.fetchall())
+
+    def tables(self, captured: Callable[[str, str], bool]) -> list[tuple[str, str]]:
+        """Base tables the pipeline captures, sorted."""
+        rows = self._run(
+            "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
+            "WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN (%s, %s, %s, %s)",
+            _SYSTEM_SCHEMAS,
+        )
+        names = [(as_text(db), as_text(table)) for db, table in rows]
+        return sorted((db, table) for db, table in names if captured(db, table))
+
+    def shape(self, db: str, table: str, key_columns: tuple[str, ...] | None) -> TableShape:
+        """Columns and key (``key_columns`` from the config, else the primary key)."""
+        columns = tuple(Column.from_row(r) for r in self._run(COLUMNS_QUERY, (db, table)))
+        key = key_columns or tuple(as_text(r[0]) for r in self._run(
+            "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA=%s "
+            "AND TABLE_NAME=%s AND CONSTRAINT_NAME='PRIMARY' ORDER BY ORDINAL_POSITION",
+            (db, table)))
+        return TableShape(db, table, columns, key)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A consistent read view over every table read inside it."""
+        self._run("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+        try:
+            yield
+        finally:
+            self._run("COMMIT")
+
+    def rows(self, shape: TableShape) -> Iterator[tuple[Any, ...]]:
+        """Every row of the table, streamed."""
+        cursor = self._conn.cursor(pymysql.cursors.SSCursor)
+        try:
+            cursor.execute(shape.select())
+            while batch := cursor.fetchmany(_FETCH):
+                yield from batch
+        except pymysql.MySQLError as exc:
+            raise SourceError(f"reading {shape.name} failed: {exc}. Fix: check that the "
+                              "user may SELECT it and that the server is reachable.") from exc
+        finally:
+            cursor.close()
