@@ -116,7 +116,7 @@ class Catalog:
         row = self._one("SHOW GLOBAL VARIABLES LIKE %s", (name,))
         return str(row[1]) if row else None
 
-    def _binlog_status(self) -> tuple[object, ...]:
+    def _binlog_status(self) -> tuple[Any, ...]:
         try:
             return self._one("SHOW MASTER STATUS")
         except pymysql.err.ProgrammingError:
