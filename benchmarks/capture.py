@@ -42,6 +42,7 @@ from _common import (
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient
 from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.event import HeartbeatLogEvent
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
 from cdc_ingest.capture.binlog import BinlogReader, ConnectionSettings, Heartbeat, Rows
@@ -369,25 +370,39 @@ def run_capture(
 
 
 def library_decode(svc: Services, wl: Workload, server_id: int) -> dict[str, Any]:
-    """Plain BinLogStreamReader over the same range, every row of every rows event decoded."""
+    """Plain BinLogStreamReader over the same range, every row of every rows event decoded.
+
+    ``blocking=True`` and a stop at the workload's row count: with ``blocking=False`` the
+    library (1.0.17) never ends against MariaDB with ``auto_position`` - the server resets the
+    non-blocking dump connection every few thousand rows and the library reconnects from the
+    original GTID, re-reading the range forever. Heartbeats (only sent while idle) let a
+    stalled stream fail instead of hanging.
+    """
     settings = {"host": svc.cdc["host"], "port": svc.mysql_port, "user": svc.cdc["user"],
-                "passwd": svc.cdc["password"]}
+                "password": svc.cdc["password"]}
     rows = 0
     with Stopwatch() as sw:
         stream = BinLogStreamReader(
             connection_settings=settings,
             server_id=server_id,
-            blocking=False,
+            blocking=True,
             is_mariadb=True,
             auto_position=wl.gtid_before,
-            only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
+            only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, HeartbeatLogEvent],
             only_schemas=[DB],
+            slave_heartbeat=1,
             enable_logging=False,
         )
         try:
+            progress_at = time.monotonic()
             for ev in stream:
+                if isinstance(ev, HeartbeatLogEvent):
+                    if time.monotonic() - progress_at > STALL_S:
+                        raise RuntimeError(f"the library stalled at {rows} of {wl.changes} rows")
+                    continue
                 for _row in ev.rows:
                     rows += 1
+                progress_at = time.monotonic()
                 if rows >= wl.changes:
                     break
         finally:
