@@ -97,10 +97,8 @@ def _column_lines(col: ColumnSpec, i: int, consts: dict[str, Any]) -> list[str]:
         return [f"v{i} = float32(raw, off); off += 4"]
     if t == FieldType.NEWDECIMAL:
         size = V.decimal_size(col.precision, col.scale)
-        return [
-            f"v{i} = decimal_json(raw[off:off + {size}], {col.precision}, {col.scale});"
-            f" off += {size}"
-        ]
+        consts[f"d{i}"] = V.decimal_reader(col.precision, col.scale)
+        return [f"v{i} = d{i}(raw[off:off + {size}]); off += {size}"]
     if t == FieldType.DATE:
         return [f"v{i} = date(raw, off); off += 3"]
     if t == FieldType.DATETIME2:

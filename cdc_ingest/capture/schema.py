@@ -74,7 +74,8 @@ class TableSchema:
     columns: tuple[ColumnSpec, ...]
     primary_key: tuple[str, ...]
     signature: tuple[object, ...] = field(default=(), compare=False)
+    # Column names, computed once: the hot path zips them with every row.
+    names: tuple[str, ...] = field(default=(), compare=False, init=False)
 
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.columns)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", tuple(c.name for c in self.columns))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import struct
 import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -61,6 +62,43 @@ def decimal_json(raw: bytes, precision: int, scale: int) -> orjson.Fragment:
     return orjson.Fragment(decimal_text(raw, precision, scale))
 
 
+def decimal_reader(precision: int, scale: int) -> Callable[[bytes], orjson.Fragment]:
+    """A reader of one DECIMAL(p,s) layout: integer arithmetic on the whole value at once."""
+    intg = precision - scale
+    groups: list[tuple[int, int]] = []  # (bytes, decimal digits) from the left
+    if intg % 9:
+        groups.append((_DIG2BYTES[intg % 9], intg % 9))
+    groups += [(4, 9)] * (intg // 9)
+    n_int = len(groups)
+    groups += [(4, 9)] * (scale // 9)
+    if scale % 9:
+        groups.append((_DIG2BYTES[scale % 9], scale % 9))
+    size = sum(b for b, _ in groups)
+    sign_bit = 1 << (8 * size - 1)
+    ones = (1 << (8 * size)) - 1
+    plan = []
+    shift = 8 * size
+    for width, digits in groups:
+        shift -= 8 * width
+        plan.append((shift, (1 << (8 * width)) - 1, 10**digits))
+    int_plan, frac_plan = tuple(plan[:n_int]), tuple(plan[n_int:])
+
+    def read(raw: bytes) -> orjson.Fragment:
+        stored = int.from_bytes(raw, "big")
+        negative = not stored & sign_bit  # MySQL sets the top bit for positive values...
+        value = stored ^ (sign_bit ^ ones if negative else sign_bit)  # ...and inverts negatives
+        whole = 0
+        for at, mask, scale_by in int_plan:
+            whole = whole * scale_by + ((value >> at) & mask)
+        frac = 0
+        for at, mask, scale_by in frac_plan:
+            frac = frac * scale_by + ((value >> at) & mask)
+        text = f"{whole}.{frac:0{scale}d}" if scale else str(whole)
+        return orjson.Fragment(f"-{text}" if negative and (whole or frac) else text)
+
+    return read
+
+
 def float32(raw: bytes, off: int) -> float:
     """FLOAT as the shortest decimal that reads back as the same 32-bit value."""
     value: float = _F32.unpack_from(raw, off)[0]
@@ -71,56 +109,78 @@ def float32(raw: bytes, off: int) -> float:
     return value
 
 
-def _fraction(raw: bytes, off: int, fsp: int) -> tuple[int, int]:
-    """Fractional seconds of TIME2/DATETIME2/TIMESTAMP2 -> (microseconds, bytes used)."""
+def _fraction(raw: bytes, off: int, fsp: int) -> tuple[str, int]:
+    """Fractional seconds of TIME2/DATETIME2/TIMESTAMP2 as ``.ddd`` text and bytes used.
+
+    MySQL stores fsp 1-2 as hundredths (1 byte), 3-4 as units of 100us (2 bytes), 5-6 as
+    microseconds (3 bytes), big-endian.
+    """
     if fsp == 0:
-        return 0, 0
+        return "", 0
     if fsp <= 2:
-        return raw[off] * 10000, 1
+        return "." + f"{raw[off]:02d}"[:fsp], 1
     if fsp <= 4:
-        return int.from_bytes(raw[off : off + 2], "big") * 100, 2
-    return int.from_bytes(raw[off : off + 3], "big"), 3
+        return "." + f"{int.from_bytes(raw[off : off + 2], 'big'):04d}"[:fsp], 2
+    return "." + f"{int.from_bytes(raw[off : off + 3], 'big'):06d}"[:fsp], 3
 
 
 def _frac_text(micros: int, fsp: int) -> str:
     return "." + f"{micros:06d}"[:fsp] if fsp else ""
 
 
-def datetime2(raw: bytes, off: int, fsp: int) -> tuple[str | None, int]:
-    packed = int.from_bytes(raw[off : off + 5], "big") - 0x8000000000
-    micros, extra = _fraction(raw, off + 5, fsp)
+# Rows of one table often share their date-times to the second: the formatted text of the
+# whole-seconds part is kept per raw value (bounded), the fraction formatted each time.
+_CACHE_LIMIT = 1 << 16
+_DATETIMES: dict[bytes, str | None] = {}
+_TIMESTAMPS: dict[bytes, str] = {}
+
+
+def _datetime_text(packed_bytes: bytes) -> str | None:
+    packed = int.from_bytes(packed_bytes, "big") - 0x8000000000
     ymd = packed >> 17
     ym = ymd >> 5
     year, month, day = ym // 13, ym % 13, ymd & 31
     if month == 0 or day == 0:
-        return None, off + 5 + extra
+        return None
     hms = packed & 0x1FFFF
-    return (
-        f"{year:04d}-{month:02d}-{day:02d} {hms >> 12:02d}:{(hms >> 6) & 63:02d}:{hms & 63:02d}"
-        + _frac_text(micros, fsp),
-        off + 5 + extra,
-    )
+    return f"{year:04d}-{month:02d}-{day:02d} {hms >> 12:02d}:{(hms >> 6) & 63:02d}:{hms & 63:02d}"
+
+
+def datetime2(raw: bytes, off: int, fsp: int) -> tuple[str | None, int]:
+    key = raw[off : off + 5]
+    text = _DATETIMES.get(key, "")
+    if text == "":
+        if len(_DATETIMES) >= _CACHE_LIMIT:
+            _DATETIMES.clear()
+        text = _DATETIMES[key] = _datetime_text(key)
+    frac, extra = _fraction(raw, off + 5, fsp)
+    return (None if text is None else text + frac), off + 5 + extra
 
 
 def timestamp2(raw: bytes, off: int, fsp: int) -> tuple[str | None, int]:
-    seconds = int.from_bytes(raw[off : off + 4], "big")
-    micros, extra = _fraction(raw, off + 4, fsp)
-    if seconds == 0 and micros == 0:
+    key = raw[off : off + 4]
+    frac, extra = _fraction(raw, off + 4, fsp)
+    if key == b"\x00\x00\x00\x00" and frac.strip(".0") == "":
         return None, off + 4 + extra
-    return _utc_text(seconds, micros, fsp), off + 4 + extra
+    text = _TIMESTAMPS.get(key)
+    if text is None:
+        if len(_TIMESTAMPS) >= _CACHE_LIMIT:
+            _TIMESTAMPS.clear()
+        text = _TIMESTAMPS[key] = _utc_text(int.from_bytes(key, "big"))
+    return f"{text}{frac}Z", off + 4 + extra
 
 
-def _utc_text(seconds: int, micros: int, fsp: int) -> str:
+def _utc_text(seconds: int) -> str:
     t = time.gmtime(seconds)
     return (
         f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d} "
-        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}{_frac_text(micros, fsp)}Z"
+        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
     )
 
 
 def timestamp_v1(raw: bytes, off: int) -> str | None:
     seconds: int = _UINT32.unpack_from(raw, off)[0]
-    return _utc_text(seconds, 0, 0) if seconds else None
+    return _utc_text(seconds) + "Z" if seconds else None
 
 
 def time2(raw: bytes, off: int, fsp: int) -> tuple[str, int]:

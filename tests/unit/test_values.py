@@ -54,6 +54,7 @@ def test_decimal_is_exact(text: str, precision: int, scale: int) -> None:
     assert len(raw) == V.decimal_size(precision, scale)
     assert V.decimal_text(raw, precision, scale) == text
     assert orjson.dumps({"d": V.decimal_json(raw, precision, scale)}) == f'{{"d":{text}}}'.encode()
+    assert orjson.dumps(V.decimal_reader(precision, scale)(raw)) == text.encode()
 
 
 def _time2(hours: int, minutes: int, seconds: int, micros: int, fsp: int, negative: bool) -> bytes:
@@ -177,3 +178,21 @@ def test_decoder_error_names_the_column() -> None:
     with pytest.raises(UnicodeDecodeError) as info:
         decode(bad, 0)
     assert failing_column(schema, info.value) == "name"
+
+
+def test_decimal_random_layouts_round_trip() -> None:
+    import random
+
+    rng = random.Random(20261121)
+    for _ in range(2000):
+        precision = rng.randint(1, 65)
+        scale = rng.randint(0, min(30, precision))
+        intg = precision - scale
+        whole = str(rng.randint(0, 10**intg - 1)) if intg else "0"
+        frac = "".join(rng.choice("0123456789") for _ in range(scale))
+        text = f"{whole}.{frac}" if scale else whole
+        if rng.random() < 0.5 and text.strip("0.") != "":
+            text = "-" + text
+        raw = _decimal_bytes(text, precision, scale)
+        assert orjson.dumps(V.decimal_reader(precision, scale)(raw)) == text.encode(), (
+            precision, scale, text)
