@@ -70,6 +70,66 @@ def capture(config_path: Path) -> None:
     runner.run()
 
 
+@cli.command()
+@config_option
+@click.option("--master", default=None,
+              help="Spark master URL [default: local[*]; under spark-submit, its own]")
+def sink(config_path: Path, master: str | None) -> None:
+    """Write the changelog topic to the sink topics with Spark until stopped (SIGTERM / Ctrl-C)."""
+    import threading
+
+    from cdc_ingest.config import load_pipeline
+    from cdc_ingest.sink.job import install_signal_handlers, run_sink
+
+    defn = load_pipeline(config_path)
+    stop_event = threading.Event()
+    install_signal_handlers(stop_event)
+    run_sink(defn, master=master, stop_event=stop_event)
+
+
+@cli.command()
+@config_option
+@click.option("--master", default=None, help="Spark master URL for the sink [default: local[*]]")
+def start(config_path: Path, master: str | None) -> None:
+    """Run capture and the sink together until stopped; if either fails, stop both."""
+    from cdc_ingest.capture.options import capture_options
+    from cdc_ingest.config import load_pipeline
+    from cdc_ingest.supervisor import run_start
+
+    capture_options(load_pipeline(config_path))  # config errors now, not in a child
+    run_start(config_path, ["--master", master] if master else [])
+
+
+@cli.command()
+@config_option
+@click.option("--max-diffs", default=10, show_default=True, type=click.IntRange(min=0),
+              help="differences shown per kind (missing, extra, differing, conflicts) and topic")
+def verify(config_path: Path, max_diffs: int) -> None:
+    """Compare every sink topic with the MySQL tables routed to it; exit 8 if they differ."""
+    from cdc_ingest.config import load_pipeline
+    from cdc_ingest.verify.run import run_verify
+
+    run_verify(load_pipeline(config_path), click.echo, max_diffs)
+
+
+@cli.command()
+@config_option
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object")
+def status(config_path: Path, as_json: bool) -> None:
+    """Show capture's position against the binlog head and the sink's lag per partition."""
+    import json
+
+    from cdc_ingest.config import load_pipeline
+    from cdc_ingest.status import pipeline_status, render_text
+
+    report = pipeline_status(load_pipeline(config_path))
+    if as_json:
+        click.echo(json.dumps(report.as_dict(), indent=2))
+    else:
+        for line in render_text(report):
+            click.echo(line)
+
+
 def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:

@@ -30,6 +30,9 @@ echo "test.sh: pip install -e '.[test]'" >&2
 echo "test.sh: Kafka jars" >&2
 "$PYTHON" -m cdc_ingest.services fetch kafka >/dev/null
 
+echo "test.sh: Spark Kafka connector jars" >&2
+"$PYTHON" -m cdc_ingest.sink.spark fetch >/dev/null
+
 echo "test.sh: ruff and mypy" >&2
 "$PYTHON" -m ruff check --quiet .
 "$PYTHON" -m mypy cdc_ingest

@@ -1,1 +1,6 @@
-"""sink."""
+"""The sink: changelog topic -> sink topics (DESIGN section 2, step 2).
+
+``job`` is the Spark Structured Streaming query and ``spark`` its session and connector jars,
+the only modules that import pyspark; ``writer`` and ``serde`` run inside its tasks. Nothing is
+imported here, so using the writer or serde alone does not load pyspark.
+"""

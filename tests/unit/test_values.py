@@ -1,5 +1,6 @@
 """Binlog value encodings -> output JSON, on bytes built by hand from the MySQL formats."""
 
+import random
 import struct
 
 import orjson
@@ -181,8 +182,6 @@ def test_decoder_error_names_the_column() -> None:
 
 
 def test_decimal_random_layouts_round_trip() -> None:
-    import random
-
     rng = random.Random(20261121)
     for _ in range(2000):
         precision = rng.randint(1, 65)

@@ -1,0 +1,295 @@
+"""The sink's Structured Streaming query: changelog topic -> ``foreachBatch`` -> sink topics.
+
+The Spark Kafka source turns each changelog partition's offset range of a micro-batch into one
+task; each task hands its rows to :func:`~cdc_ingest.sink.writer.write_partition`, which with
+``exactly-once`` writes them in transactions that also commit the partition's next offset
+(DESIGN section 5, hop 2). Nothing is shuffled before the writer, and ``minPartitions`` /
+``maxRecordsPerPartition`` are never set: either would split a partition's range over several
+tasks sharing one transactional id.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
+from types import FrameType
+from typing import Any, NamedTuple
+
+from pyspark.errors import AnalysisException, StreamingQueryException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from cdc_ingest.config import PipelineDef
+from cdc_ingest.errors import SinkError
+from cdc_ingest.kafka import TopicAdmin, client_config
+from cdc_ingest.sink.spark import CONNECTOR, spark_context_exists, spark_session
+from cdc_ingest.sink.writer import SinkSettings, committed_offsets, sink_settings, write_partition
+
+log = logging.getLogger(__name__)
+
+Writer = Callable[[SinkSettings, Iterable[Any]], dict[str, Any]]
+BatchCallback = Callable[[int, list[dict[str, Any]]], None]
+
+EARLIEST = -2  # Spark's startingOffsets code for "the partition's earliest offset"
+POLL_S = 1  # how often the waiting loop looks at the stop event
+STOP_GRACE_S = 30.0  # how long a stop waits for the running batch to finish
+TOPIC_POLL_S = 1.0  # how often to look for the changelog topic until capture creates it
+
+# Kafka settings Spark's Kafka source manages itself (it refuses most of them at start).
+_NOT_FOR_SPARK = {
+    "auto.offset.reset": "the start comes from the checkpoint or the sink group's offsets",
+    "enable.auto.commit": "the sink commits its offsets inside its own transactions",
+    "interceptor.classes": "Spark's Kafka source does not allow consumer interceptors",
+    "isolation.level": "the sink always reads read_committed",
+}
+
+
+class ChangelogRow(NamedTuple):
+    """What the writer gets per changelog record (key and value as ``bytes``)."""
+
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes
+
+
+def _as_bytes(rows: Iterable[Any]) -> Iterator[ChangelogRow]:
+    # pyspark hands binary columns over as bytearray: unhashable, and not what writers expect
+    for partition, offset, key, value in rows:
+        yield ChangelogRow(partition, offset, None if key is None else bytes(key), bytes(value))
+
+
+def _task(write: Writer, settings: SinkSettings, rows: Iterable[Any]) -> list[dict[str, Any]]:
+    """One Spark task: one changelog partition's offset range -> one counters dict."""
+    return [write(settings, _as_bytes(rows))]
+
+
+def starting_offsets(topic: str, partitions: int, committed: Mapping[int, int]) -> str:
+    """Spark's ``startingOffsets`` JSON: the committed offset per partition, else earliest."""
+    return json.dumps({topic: {str(p): committed.get(p, EARLIEST) for p in range(partitions)}})
+
+
+def _checkpoint_has_offsets(spark: SparkSession, checkpoint: str) -> bool:
+    """True when the query's checkpoint already decides where it resumes."""
+    # Through Hadoop, like Spark itself: the checkpoint may be a local path, HDFS or S3.
+    sc = spark.sparkContext
+    jvm = sc._jvm
+    assert jvm is not None
+    path = jvm.org.apache.hadoop.fs.Path(checkpoint.rstrip("/") + "/offsets")
+    fs = path.getFileSystem(sc._jsc.hadoopConfiguration())
+    return bool(fs.exists(path)) and any(
+        status.getPath().getName().isdigit() for status in fs.listStatus(path)
+    )
+
+
+def _changelog_partitions(defn: PipelineDef, stop_event: threading.Event | None) -> int | None:
+    """The changelog topic's partition count, once capture has created it; None if stopped.
+
+    Spark's Kafka source fails a query whose topic does not exist, and ``start`` runs capture
+    and the sink side by side, so the sink waits instead.
+    """
+    topic = defn.pipeline.changelog_topic
+    admin = TopicAdmin(client_config(defn.sink.properties))
+    stop = stop_event or threading.Event()
+    waiting = False
+    while (partitions := admin.partitions(topic)) is None:
+        if not waiting:
+            log.info("waiting for the changelog topic %s: capture creates it", topic)
+            waiting = True
+        if stop.wait(TOPIC_POLL_S):
+            return None
+    return partitions
+
+
+def _start_from(
+    spark: SparkSession, defn: PipelineDef, settings: SinkSettings, partitions: int
+) -> str | None:
+    """``startingOffsets`` when the checkpoint has none, so losing it costs no re-reading."""
+    topic, checkpoint = defn.pipeline.changelog_topic, defn.pipeline.checkpoint_dir
+    if _checkpoint_has_offsets(spark, checkpoint):
+        log.info("resuming %s from the Spark checkpoint in %s", topic, checkpoint)
+        return None
+    committed = committed_offsets(settings)
+    log.info("no offsets in the Spark checkpoint %s: starting %s from the sink group's "
+             "committed offsets %s (partitions without one: earliest)",
+             checkpoint, topic, dict(sorted(committed.items())))
+    return starting_offsets(topic, partitions, committed)
+
+
+def source_options(defn: PipelineDef, start: str | None) -> dict[str, str]:
+    """Options of the Spark Kafka source; every ``properties.*`` (TLS, SASL) goes to it."""
+    options: dict[str, str] = {}
+    for name, value in defn.sink.properties.items():
+        if name in _NOT_FOR_SPARK:
+            log.warning("properties.%s is not given to Spark's Kafka source: %s",
+                        name, _NOT_FOR_SPARK[name])
+        else:
+            options[f"kafka.{name}"] = str(value)
+    options.update({
+        "subscribe": defn.pipeline.changelog_topic,
+        "kafka.isolation.level": "read_committed",
+        # The changelog is ours and must be complete: records deleted by retention before
+        # the sink wrote them are lost changes, so the query stops and says so instead of
+        # silently skipping them. Offsets missing because of transaction markers or aborted
+        # transactions are not data loss to Spark (it checks the earliest offset).
+        "failOnDataLoss": "true",
+    })  # fmt: skip
+    if defn.pipeline.max_offsets_per_trigger:
+        options["maxOffsetsPerTrigger"] = str(defn.pipeline.max_offsets_per_trigger)
+    if start is not None:
+        options["startingOffsets"] = start
+    return options
+
+
+def _summary(batch_id: int, results: list[dict[str, Any]], seconds: float) -> str:
+    def total(name: str) -> int:
+        return sum(int(r.get(name, 0)) for r in results)
+
+    written = sorted((r["partition"], r.get("last_offset", -1)) for r in results
+                     if r.get("partition", -1) >= 0)
+    last = " ".join(f"p{p}@{o}" for p, o in written) or "none"
+    return (f"batch {batch_id}: {total('rows_in')} rows in, {total('rows_out')} out, "
+            f"{total('skipped')} skipped, {total('bytes_out')} bytes in {seconds:.2f} s; "
+            f"last offsets {last}")
+
+
+def _batch_writer(
+    settings: SinkSettings, on_batch: BatchCallback | None
+) -> Callable[[DataFrame, int], None]:
+    def write_batch(df: DataFrame, batch_id: int) -> None:
+        began = time.monotonic()
+        # The writer is looked up here, on the driver, and pickled into the tasks.
+        task = partial(_task, write_partition, settings)
+        rows = df.select("partition", "offset", "key", "value").rdd
+        results: list[dict[str, Any]] = rows.mapPartitions(task).collect()
+        log.info("%s", _summary(batch_id, results, time.monotonic() - began))
+        if on_batch is not None:
+            on_batch(batch_id, results)
+
+    return write_batch
+
+
+def _start_query(
+    spark: SparkSession, defn: PipelineDef, settings: SinkSettings, partitions: int,
+    on_batch: BatchCallback | None,
+) -> StreamingQuery:  # fmt: skip
+    options = source_options(defn, _start_from(spark, defn, settings, partitions))
+    try:
+        changelog = spark.readStream.format("kafka").options(**options).load()
+    except AnalysisException as exc:
+        raise SinkError(
+            f"Spark has no Kafka source ({exc}). Fix: under spark-submit pass --packages "
+            f"org.apache.spark:{CONNECTOR}:<your Spark version>"
+        ) from exc
+    writer = (
+        changelog.writeStream.foreachBatch(_batch_writer(settings, on_batch))
+        .queryName(f"cdc-ingest-sink-{defn.name}")
+        .option("checkpointLocation", defn.pipeline.checkpoint_dir)
+    )
+    interval_ms = int(defn.pipeline.trigger_interval.total_seconds() * 1000)
+    if interval_ms > 0:  # else Spark's default: the next batch as soon as one ends
+        writer = writer.trigger(processingTime=f"{interval_ms} milliseconds")
+    query = writer.start()
+    log.info("sink query started: %s -> sink topics, checkpoint %s",
+             defn.pipeline.changelog_topic, defn.pipeline.checkpoint_dir)
+    return query
+
+
+# "RuntimeError: ..." or "cdc_ingest.errors.FencedError: ..." at the start of a line
+_PYTHON_ERROR = re.compile(r"^(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): .*$", re.MULTILINE)
+_JVM_PACKAGES = ("org.", "java.", "javax.", "scala.", "py4j.", "com.")
+
+
+def _cause(text: str) -> str:
+    """The innermost Python error in a query failure (its text nests tracebacks and JVM
+    stack traces), else the failure's first line."""
+    python = [m.group(0) for m in _PYTHON_ERROR.finditer(text)
+              if not m.group(0).startswith(_JVM_PACKAGES)]
+    return python[-1] if python else text.strip().splitlines()[0]
+
+
+def _failed(exc: BaseException) -> SinkError:
+    return SinkError(
+        f"the sink query failed: {_cause(str(exc))}\n(Spark's log above has the details; "
+        "--debug shows them all.) Fix the cause and start the sink again: it resumes from its "
+        "checkpoint and the sink group's committed offsets."
+    )
+
+
+def _stop(query: StreamingQuery) -> None:
+    """Stop between batches when possible, so no batch is cut off half-written."""
+    deadline = time.monotonic() + STOP_GRACE_S
+    while query.isActive and query.status.get("isTriggerActive") and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.1)
+    failure = query.exception()
+    if failure is not None:
+        raise _failed(failure) from failure
+    query.stop()
+    if query.exception() is not None:
+        # stop() interrupted a running batch: its transactions are aborted and it is redone
+        # on the next start, so this is not a failure of the sink.
+        log.warning("the sink stopped during a batch, which the next start redoes")
+    log.info("sink query stopped")
+
+
+def _wait(query: StreamingQuery, stop_event: threading.Event | None) -> None:
+    try:
+        while not query.awaitTermination(POLL_S):
+            if stop_event is not None and stop_event.is_set():
+                _stop(query)
+                return
+    except StreamingQueryException as exc:
+        raise _failed(exc) from exc
+    failure = query.exception()  # it ended without our stop: someone stopped it, or it failed
+    if failure is not None:
+        raise _failed(failure) from failure
+
+
+def run_sink(
+    defn: PipelineDef,
+    master: str | None = None,
+    stop_event: threading.Event | None = None,
+    on_batch: BatchCallback | None = None,
+) -> None:
+    """Write the changelog topic to the sink topics until ``stop_event`` is set.
+
+    ``on_batch(batch_id, results)`` gets each batch's per-task counters (see
+    :func:`~cdc_ingest.sink.writer.write_partition`) once the batch is written. Raises
+    :class:`SinkError` when a batch fails; nothing of a failed batch is committed. A
+    SparkSession this call creates is stopped at the end; an existing one is reused and kept.
+    """
+    settings = sink_settings(defn)
+    owns_session = not spark_context_exists()
+    spark = spark_session(f"cdc-ingest-sink-{defn.name}", master)
+    try:
+        partitions = _changelog_partitions(defn, stop_event)
+        if partitions is None:
+            return  # stopped before there was anything to read
+        query = _start_query(spark, defn, settings, partitions, on_batch)
+        try:
+            _wait(query, stop_event)
+        finally:
+            if query.isActive:  # an exception (KeyboardInterrupt included) got here
+                query.stop()
+    finally:
+        if owns_session:
+            spark.stop()
+
+
+def install_signal_handlers(stop_event: threading.Event) -> None:
+    """SIGTERM and SIGINT set ``stop_event``: the sink stops after the running batch."""
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        log.info("stop requested (signal %d): stopping after the running batch", signum)
+        stop_event.set()
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)

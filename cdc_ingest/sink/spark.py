@@ -1,0 +1,234 @@
+"""The Spark session for the sink, and the Kafka connector jars it needs from Maven Central.
+
+``python -m cdc_ingest.sink.spark fetch`` downloads the jars ahead of time (tests, images).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pyspark
+from pyspark import SparkContext
+from pyspark.sql import SparkSession
+
+from cdc_ingest.services._process import ServiceError, cache_dir, file_lock, run_checked
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MASTER = "local[*]"
+CONNECTOR = "spark-sql-kafka-0-10_2.13"
+
+# The connector and its runtime dependencies. Spark's own modules in it are `provided`, so
+# Maven brings only what the connector adds; what Spark already ships is dropped afterwards.
+_POM = """\
+<?xml version="1.0" encoding="UTF-8"?>
+<!-- Written by cdc_ingest.sink.spark: the Kafka connector jars for Spark {version}. -->
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>io.cdc-ingest.local</groupId>
+  <artifactId>spark-kafka-jars</artifactId>
+  <version>{version}</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.spark</groupId>
+      <artifactId>{connector}</artifactId>
+      <version>{version}</version>
+    </dependency>
+  </dependencies>
+  <build>
+    <plugins>
+      <plugin>
+        <groupId>org.apache.maven.plugins</groupId>
+        <artifactId>maven-dependency-plugin</artifactId>
+        <version>3.8.1</version>
+      </plugin>
+    </plugins>
+  </build>
+</project>
+"""
+
+
+def spark_jars_dir() -> Path:
+    """The jars of the Spark that pyspark runs: ``$SPARK_HOME/jars`` or pyspark's own."""
+    home = os.environ.get("SPARK_HOME")
+    return Path(home) / "jars" if home else Path(pyspark.__file__).parent / "jars"
+
+
+def _ships(spark_jars: list[str], artifact: str) -> bool:
+    """True when Spark has some version of ``artifact`` (its jars are ``<artifact>-<version>``)."""
+    prefix = f"{artifact}-"
+    return any(n.startswith(prefix) and n[len(prefix) : len(prefix) + 1].isdigit()
+               for n in spark_jars)
+
+
+def fetch_spark_kafka_jars() -> list[Path]:
+    """The Kafka connector for this pyspark version and what it needs beyond Spark's own jars.
+
+    Downloaded once with Maven into ``<cache>/spark-kafka-<version>/jars``; later calls (and
+    other processes, thanks to a file lock) reuse them.
+    """
+    version = pyspark.__version__
+    root = cache_dir() / f"spark-kafka-{version}"
+    jars, done = root / "jars", root / ".complete"
+    if not done.exists():
+        with file_lock(cache_dir() / f"spark-kafka-{version}.lock"):
+            if not done.exists():  # else another process fetched them while we waited
+                _download(version, root, jars)
+                done.write_text("".join(f"{p.name}\n" for p in sorted(jars.glob("*.jar"))))
+    return sorted(jars.glob("*.jar"))
+
+
+def _download(version: str, root: Path, jars: Path) -> None:
+    if shutil.which("mvn") is None:
+        raise ServiceError("`mvn` is not on PATH: install it (Debian: apt-get install maven)")
+    log.info("fetching the Spark %s Kafka connector from Maven Central into %s", version, jars)
+    started = time.monotonic()
+    staging = root / "staging"
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.rmtree(jars, ignore_errors=True)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "pom.xml").write_text(_POM.format(version=version, connector=CONNECTOR))
+    try:
+        run_checked(
+            [
+                "mvn", "-q", "-B", "-Dstyle.color=never", "dependency:copy-dependencies",
+                f"-DoutputDirectory={staging}", "-DincludeScope=runtime",
+                # group/artifact/version folders: the artifact id is then certain, not
+                # guessed from a file name
+                "-Dmdep.useRepositoryLayout=true",
+            ],
+            f"fetching the Kafka connector for Spark {version} with Maven",
+            timeout=1800,
+            cwd=root,
+        )  # fmt: skip
+    except ServiceError as exc:
+        raise ServiceError(
+            f"{exc}\nFix: the connector {CONNECTOR}:{version} and its dependencies must be "
+            f"on your Maven repository; install a pyspark version whose connector is there."
+        ) from exc
+    spark_jars = [p.name for p in spark_jars_dir().glob("*.jar")]
+    jars.mkdir()
+    for jar in sorted(staging.rglob("*.jar")):
+        artifact = jar.parent.parent.name
+        if _ships(spark_jars, artifact):
+            log.debug("not adding %s: Spark ships %s", jar.name, artifact)
+        else:
+            shutil.copy2(jar, jars / jar.name)
+    shutil.rmtree(staging)
+    if not (jars / f"{CONNECTOR}-{version}.jar").is_file():
+        raise ServiceError(f"Maven finished but {jars} has no {CONNECTOR}-{version}.jar")
+    log.info("fetched the Spark Kafka connector in %.1f s", time.monotonic() - started)
+
+
+def spark_context_exists() -> bool:
+    """True when this process already has a SparkContext (a test, a notebook, spark-submit)."""
+    return SparkContext._active_spark_context is not None
+
+
+def _under_spark_submit() -> bool:
+    # spark-submit starts the JVM first and hands pyspark its gateway through the environment;
+    # then master, jars and memory are already decided by the spark-submit command line.
+    return spark_context_exists() or "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def _is_local(master: str) -> bool:
+    return master == "local" or master.startswith("local[")
+
+
+def _settings(master: str) -> dict[str, str]:
+    settings = {
+        "spark.jars": ",".join(str(p) for p in fetch_spark_kafka_jars()),
+        # Local mode runs the Kafka consumers in the driver JVM; 2g leaves room for MariaDB,
+        # Kafka and capture on a small (2 cores, 24 GiB) machine. Python workers are extra.
+        "spark.driver.memory": "2g",
+        # A fresh Python worker per task. Reused workers would each cache a transactional
+        # producer per changelog partition they happened to write, and a partition's next
+        # task, landing in another worker, fences the cached one there: the task after that
+        # fails with FencedError (seen within a few batches with exactly-once).
+        "spark.python.worker.reuse": "false",
+        "spark.sql.shuffle.partitions": "2",  # the sink never shuffles
+        "spark.log.level": "WARN",
+        "spark.ui.showConsoleProgress": "false",  # progress bars would garble the log
+        "spark.sql.adaptive.enabled": "false",  # streaming turns it off anyway, with a warning
+    }
+    if _is_local(master):
+        settings.update({
+            "spark.ui.enabled": "false",
+            "spark.driver.host": "127.0.0.1",
+            "spark.driver.bindAddress": "127.0.0.1",
+        })  # fmt: skip
+    return settings
+
+
+def spark_session(
+    app_name: str, master: str | None = None, conf: dict[str, str] | None = None
+) -> SparkSession:
+    """A SparkSession for the sink: ``local[*]`` with the Kafka connector unless told otherwise.
+
+    ``master`` picks another master (``local[2]``, ``spark://host:7077``); the connector jars
+    are then shipped to its executors. Under ``spark-submit`` (or when this process already
+    has a SparkContext) the existing master, jars and memory settings stay as they are: pass
+    ``--packages org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>`` there.
+    ``conf`` entries win over ours.
+
+    A SIGINT handler that the caller installed survives: pyspark would replace it with one
+    that cancels every job and raises KeyboardInterrupt, but the sink stops between batches.
+    """
+    builder = SparkSession.builder.appName(app_name)
+    if master is None and _under_spark_submit():
+        for key, value in (conf or {}).items():
+            builder = builder.config(key, value)
+        return builder.getOrCreate()
+    master = master or DEFAULT_MASTER
+    if _is_local(master):
+        # the Python workers must import cdc_ingest from this very environment
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        # the JVM reads it at launch; else it warns that the hostname is a loopback address
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    settings = {**_settings(master), **(conf or {})}
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    caller_sigint = signal.getsignal(signal.SIGINT)
+    session = builder.master(master).getOrCreate()
+    _restore_sigint(caller_sigint)
+    session.sparkContext.setLogLevel(settings["spark.log.level"])
+    # py4j logs every foreachBatch callback at INFO
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    return session
+
+
+def _restore_sigint(handler: object) -> None:
+    keep = callable(handler) and handler is not signal.default_int_handler
+    if keep and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, handler)  # type: ignore[arg-type]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m cdc_ingest.sink.spark fetch``: download the jars, print where they are."""
+    parser = argparse.ArgumentParser(
+        prog="python -m cdc_ingest.sink.spark",
+        description="Download the Kafka connector jars for the installed pyspark into the cache.",
+    )
+    parser.add_argument("command", choices=["fetch"])
+    parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        jars = fetch_spark_kafka_jars()
+    except ServiceError as exc:
+        log.error("%s", exc)
+        return 1
+    sys.stdout.write(f"SPARK_KAFKA_JARS={','.join(str(p) for p in jars)}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""The sink's Spark query, with a recording writer in place of the real one.
+
+One task per changelog partition range, offsets in order, only committed records
+(read_committed), the checkpoint decides where a restart resumes, a restart without it
+starts from the sink group's committed offsets, and a failing writer fails the query.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from cdc_ingest.config import PipelineDef, load_pipeline
+from cdc_ingest.errors import SinkError
+from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer, read_topic
+from cdc_ingest.sink import job
+from cdc_ingest.sink.spark import spark_session
+from tests.integration.pipeline_helpers import wait_for, write_pipeline
+
+Seen = list[list[dict[str, Any]]]  # per task: the rows it got
+
+
+# -- stand-in writers: run in Spark's Python workers, so module level and picklable ----------
+
+
+def _record(out_dir: str, settings: Any, rows: Iterable[Any]) -> dict[str, Any]:
+    seen = [
+        {"p": r.partition, "o": r.offset, "v": r.value.decode(),
+         "bytes": isinstance(r.key, bytes) and isinstance(r.value, bytes)}
+        for r in rows
+    ]
+    (Path(out_dir) / f"{uuid.uuid4().hex}.json").write_text(json.dumps(seen))
+    return {"partition": seen[0]["p"] if seen else -1, "rows_in": len(seen),
+            "last_offset": seen[-1]["o"] if seen else -1}
+
+
+def _fail(settings: Any, rows: Iterable[Any]) -> dict[str, Any]:
+    raise RuntimeError("the stand-in writer failed on purpose")
+
+
+# -- helpers -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    """One SparkSession for the module; run_sink reuses it instead of starting its own."""
+    session = spark_session("cdc-ingest-test-spark-job")
+    yield session
+    session.stop()
+
+
+def _transaction(producer: TransactionalProducer, topic: str, tag: str,
+                 rows: dict[int, int], commit: bool = True) -> None:
+    """One Kafka transaction of changelog records: ``rows[partition]`` records per partition."""
+    producer.begin()
+    for partition, count in rows.items():
+        for n in range(count):
+            pk = {"id": f"{tag}-{partition}-{n}"}
+            value = {"v": 1, "op": "+I", "db": "db", "table": "t", "pk": pk, "before": None,
+                     "after": pk, "ts_ms": 1_700_000_000_000, "pos": f"{tag}#{n}"}
+            producer.produce(topic, json.dumps(pk).encode(), json.dumps(value).encode(),
+                             partition=partition)
+    if commit:
+        producer.commit()
+    else:
+        producer.abort()
+
+
+def _committed_records(kafka: Any, topic: str) -> set[tuple[int, int]]:
+    return {(m.partition, m.offset) for m in read_topic({"bootstrap.servers": kafka.bootstrap},
+                                                        topic)}
+
+
+def _commit_group(kafka: Any, defn: PipelineDef, partition: int, offset: int) -> None:
+    consumer = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": defn.sink_group_id,
+                         "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(defn.pipeline.changelog_topic, partition, offset)],
+                        asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def _tasks(out_dir: Path) -> Seen:
+    return [json.loads(p.read_text()) for p in sorted(out_dir.glob("*.json"))]
+
+
+def _run(
+    defn: PipelineDef, monkeypatch: pytest.MonkeyPatch, out_dir: Path,
+    done: Callable[[Seen], bool], writer: Any = None,
+) -> tuple[Seen, list[list[dict[str, Any]]]]:
+    """run_sink in a thread with a recording writer until ``done(tasks seen)``, then stop it."""
+    out_dir.mkdir()
+    monkeypatch.setattr(job, "write_partition", writer or partial(_record, str(out_dir)))
+    stop, batches, errors = threading.Event(), [], []
+
+    def target() -> None:
+        try:
+            job.run_sink(defn, stop_event=stop, on_batch=lambda _, results: batches.append(results))
+        except Exception as exc:  # noqa: BLE001 - handed over to the test thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: errors or done(_tasks(out_dir)), timeout=60, what="the rows expected")
+    finally:
+        stop.set()
+        thread.join(60)
+    assert not thread.is_alive(), "run_sink did not stop"
+    if errors:
+        raise errors[0]
+    return _tasks(out_dir), batches
+
+
+def _offsets(tasks: Seen) -> list[tuple[int, int]]:
+    return [(row["p"], row["o"]) for task in tasks for row in task]
+
+
+# -- the test ----------------------------------------------------------------------------
+
+
+def test_query_reads_committed_ranges_per_partition_and_resumes_where_it_should(
+    spark: Any, mariadb: Any, kafka: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = f"spark-{uuid.uuid4().hex[:8]}"
+    config = write_pipeline(tmp_path / "p.yaml", mariadb, kafka, name, "db.t",
+                            pipeline={"trigger.interval": "200ms"})
+    defn = load_pipeline(config)
+    topic = defn.pipeline.changelog_topic
+    TopicAdmin({"bootstrap.servers": kafka.bootstrap}).ensure(TopicSpec(topic, 2))
+    producer = TransactionalProducer({"bootstrap.servers": kafka.bootstrap}, f"test.{name}")
+    producer.init()
+    _transaction(producer, topic, "a", {0: 4, 1: 3})
+    _transaction(producer, topic, "aborted", {0: 3, 1: 3}, commit=False)
+    _transaction(producer, topic, "b", {0: 2, 1: 2})
+    committed = _committed_records(kafka, topic)
+    assert len(committed) == 11
+
+    # 1. A first start reads every committed record, once, one task per partition range.
+    tasks, batches = _run(defn, monkeypatch, tmp_path / "run1",
+                          lambda t: set(_offsets(t)) >= committed)
+    offsets = _offsets(tasks)
+    assert sorted(offsets) == sorted(committed)  # no aborted record, no duplicate
+    assert not any(row["v"].find("aborted") >= 0 for task in tasks for row in task)
+    assert all(row["bytes"] for task in tasks for row in task)
+    for task in tasks:
+        assert len({row["p"] for row in task}) == 1, task
+        assert [row["o"] for row in task] == sorted({row["o"] for row in task}), task
+    for results in batches:
+        parts = [r["partition"] for r in results if r["partition"] >= 0]
+        assert len(parts) == len(set(parts)), results  # one task per partition and batch
+    assert sum(r["rows_in"] for results in batches for r in results) == 11
+
+    # 2. With its checkpoint, a restart reads only what is new: the group's (older)
+    #    committed offset on partition 0 does not pull it back.
+    _commit_group(kafka, defn, 0, 2)
+    _transaction(producer, topic, "c", {0: 1, 1: 1})
+    new = _committed_records(kafka, topic) - committed
+    tasks, _ = _run(defn, monkeypatch, tmp_path / "run2", lambda t: set(_offsets(t)) >= new)
+    assert sorted(_offsets(tasks)) == sorted(new)
+
+    # 3. Without its checkpoint, a restart starts from the committed offsets: partition 0
+    #    at 2, partition 1 (nothing committed) at its earliest.
+    shutil.rmtree(defn.pipeline.checkpoint_dir)
+    everything = committed | new
+    expected = {(p, o) for p, o in everything if p == 1 or o >= 2}
+    tasks, _ = _run(defn, monkeypatch, tmp_path / "run3",
+                    lambda t: set(_offsets(t)) >= expected)
+    assert sorted(_offsets(tasks)) == sorted(expected)
+
+    # 4. A failing writer fails the query: run_sink raises, nothing is swallowed.
+    _transaction(producer, topic, "d", {0: 1})
+    producer.close()
+    with pytest.raises(SinkError, match="failed on purpose"):
+        _run(defn, monkeypatch, tmp_path / "run4", lambda t: False, writer=_fail)
