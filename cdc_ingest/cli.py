@@ -78,13 +78,15 @@ def sink(config_path: Path, master: str | None) -> None:
     """Write the changelog topic to the sink topics with Spark until stopped (SIGTERM / Ctrl-C)."""
     import threading
 
+    from cdc_ingest import metrics
     from cdc_ingest.config import load_pipeline
     from cdc_ingest.sink.job import install_signal_handlers, run_sink
 
     defn = load_pipeline(config_path)
     stop_event = threading.Event()
     install_signal_handlers(stop_event)
-    run_sink(defn, master=master, stop_event=stop_event)
+    metrics.serve(defn.pipeline.metrics_port)
+    run_sink(defn, master=master, stop_event=stop_event, on_batch=metrics.record_sink_batch)
 
 
 @cli.command()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 import os
+import time
+from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
@@ -32,3 +34,19 @@ def serve(port: int | None) -> None:
         addr = os.environ.get("CDC_INGEST_METRICS_ADDR", "127.0.0.1")
         start_http_server(port, addr=addr)
         log.info("metrics on http://%s:%d/metrics", addr, port)
+
+
+def record_sink_batch(batch_id: int, results: list[dict[str, Any]]) -> None:
+    """Fold one foreachBatch's per-partition counters into the metrics."""
+    newest = 0
+    for r in results:
+        NUM_RECORDS_IN.labels("sink").inc(r.get("rows_in", 0))
+        NUM_RECORDS_OUT.labels("sink").inc(r.get("rows_out", 0))
+        NUM_BYTES_OUT.labels("sink").inc(r.get("bytes_out", 0))
+        for table, count in (r.get("per_table") or {}).items():
+            TABLE_RECORDS_OUT.labels("sink", table).inc(count)
+        if r.get("commit_ms"):
+            COMMIT_TIME.labels("sink").observe(r["commit_ms"] / 1000)
+        newest = max(newest, int(r.get("max_event_ts_ms") or 0))
+    if newest:
+        EMIT_LAG.labels("sink").set(max(0.0, time.time() * 1000 - newest))

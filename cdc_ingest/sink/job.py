@@ -28,6 +28,7 @@ from pyspark.sql.streaming import StreamingQuery
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka import TopicAdmin, client_config
+from cdc_ingest.kafka.config import LIBRDKAFKA_ONLY
 from cdc_ingest.sink.spark import CONNECTOR, spark_context_exists, spark_session
 from cdc_ingest.sink.writer import SinkSettings, committed_offsets, sink_settings, write_partition
 
@@ -126,6 +127,8 @@ def source_options(defn: PipelineDef, start: str | None) -> dict[str, str]:
     """Options of the Spark Kafka source; every ``properties.*`` (TLS, SASL) goes to it."""
     options: dict[str, str] = {}
     for name, value in defn.sink.properties.items():
+        if name in LIBRDKAFKA_ONLY:
+            continue  # the librdkafka spelling; the Java client takes its own
         if name in _NOT_FOR_SPARK:
             log.warning("properties.%s is not given to Spark's Kafka source: %s",
                         name, _NOT_FOR_SPARK[name])

@@ -150,11 +150,10 @@ def _settings(master: str) -> dict[str, str]:
         # Local mode runs the Kafka consumers in the driver JVM; 2g leaves room for MariaDB,
         # Kafka and capture on a small (2 cores, 24 GiB) machine. Python workers are extra.
         "spark.driver.memory": "2g",
-        # A fresh Python worker per task. Reused workers would each cache a transactional
-        # producer per changelog partition they happened to write, and a partition's next
-        # task, landing in another worker, fences the cached one there: the task after that
-        # fails with FencedError (seen within a few batches with exactly-once).
-        "spark.python.worker.reuse": "false",
+        # Reused Python workers: the writer makes a transactional producer per task (never
+        # cached across tasks, since a partition's next task may land in another worker and
+        # fence it), so reuse only saves the worker's start-up.
+        "spark.python.worker.reuse": "true",
         "spark.sql.shuffle.partitions": "2",  # the sink never shuffles
         "spark.log.level": "WARN",
         "spark.ui.showConsoleProgress": "false",  # progress bars would garble the log

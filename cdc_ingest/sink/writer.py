@@ -20,7 +20,6 @@ from itertools import chain
 from typing import Any
 
 from cdc_ingest.config import PipelineDef
-from cdc_ingest.errors import FencedError
 from cdc_ingest.kafka import TransactionalProducer, client_config
 from cdc_ingest.kafka.offsets import GroupOffsets, offset_list
 from cdc_ingest.kafka.producer import PlainProducer
@@ -96,14 +95,12 @@ def _sink_topics(settings: SinkSettings) -> SinkTopics:
 
 
 def _transactional(settings: SinkSettings, partition: int) -> TransactionalProducer:
-    tid = settings.transactional_id(partition)
-    producer = _producers.get(tid)
-    if producer is None:
-        producer = TransactionalProducer(settings.kafka, tid)
-        # Registering the id fences an older attempt of this partition's task and aborts
-        # whatever it left open, so the committed offset read next is final.
-        producer.init()
-        _producers[tid] = producer
+    """A new producer per task: registering the id fences any older attempt of this
+    partition's task (in whatever worker it runs) and aborts what it left open, so the
+    committed offset read next is final. Not cached: the partition's next task may run in
+    another worker, whose new producer would fence a cached one here."""
+    producer = TransactionalProducer(settings.kafka, settings.transactional_id(partition))
+    producer.init()
     return producer
 
 
@@ -152,13 +149,7 @@ def write_partition(settings: SinkSettings, rows: Iterable[Any]) -> dict[str, An
     counters.partition = int(first.partition)
     all_rows = chain([first], it)
     if settings.guarantee == "exactly-once":
-        try:
-            _exactly_once(settings, counters, all_rows)
-        except FencedError:
-            # This worker's cached producer lost its id to a newer attempt: drop it so the
-            # next task here starts afresh, and fail this attempt.
-            _producers.pop(settings.transactional_id(counters.partition), None)
-            raise
+        _exactly_once(settings, counters, all_rows)
     else:
         _at_least_once(settings, counters, all_rows)
     return counters.as_dict()
@@ -213,24 +204,29 @@ def _exactly_once(settings: SinkSettings, counters: _Counters, rows: Iterator[An
     partition = counters.partition
     # 1. Our transactional id for this partition; creating it fences older attempts.
     producer = _transactional(settings, partition)
-    group = _group(settings)
-    # 2. What earlier attempts committed: rows below it are already in the sink topics.
-    start = group.committed(settings.changelog_topic, [partition]).get(partition, 0)
-    for messages, last in _chunks(settings, counters, rows, start):
-        # 3. One transaction: the sink records and the next input offset, or neither.
-        producer.begin()
-        try:
-            _produce(producer, settings, counters, messages)
-            producer.send_offsets(offset_list(settings.changelog_topic, partition, last + 1),
-                                  group.group_metadata())
-            began = time.monotonic()
-            producer.commit()
-            counters.commit_ms += (time.monotonic() - began) * 1000
-        except BaseException:
-            if producer.in_transaction:
-                producer.abort()
-            raise
-        counters.last_offset = last
+    try:
+        group = _group(settings)
+        # 2. What earlier attempts committed: rows below it are already in the sink topics.
+        start = group.committed(settings.changelog_topic, [partition]).get(partition, 0)
+        for messages, last in _chunks(settings, counters, rows, start):
+            # 3. One transaction: the sink records and the next input offset, or neither.
+            producer.begin()
+            try:
+                _produce(producer, settings, counters, messages)
+                producer.send_offsets(
+                    offset_list(settings.changelog_topic, partition, last + 1),
+                    group.group_metadata(),
+                )
+                began = time.monotonic()
+                producer.commit()
+                counters.commit_ms += (time.monotonic() - began) * 1000
+            except BaseException:
+                if producer.in_transaction:
+                    producer.abort()
+                raise
+            counters.last_offset = last
+    finally:
+        producer.close()
 
 
 def _at_least_once(settings: SinkSettings, counters: _Counters, rows: Iterator[Any]) -> None:
