@@ -146,6 +146,67 @@ def cpu_seconds(pid: int) -> float | None:
     return None
 
 
+@dataclass
+class ProcInfo:
+    """One process of a process tree, as /proc shows it now."""
+
+    pid: int
+    ppid: int
+    name: str  # comm, e.g. "java", "python3"
+    cmdline: str
+    cpu_s: float  # user + system of the process and of its children it has waited for
+    rss_bytes: int | None
+
+
+def _proc_info(pid: int) -> ProcInfo | None:
+    with suppress(OSError, IndexError, ValueError):
+        raw = Path(f"/proc/{pid}/stat").read_text()
+        name = raw[raw.index("(") + 1 : raw.rindex(")")]
+        fields = raw.rsplit(")", 1)[1].split()
+        cpu = sum(int(fields[i]) for i in (11, 12, 13, 14)) / CLOCK_TICKS
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
+            errors="replace").strip()
+        rss = None
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1]) * 1024
+        return ProcInfo(pid, int(fields[1]), name, cmd, cpu, rss)
+    return None
+
+
+def process_tree(pid: int) -> list[ProcInfo]:
+    """``pid`` and all its live descendants (a Spark sink: the Python driver, the JVM it
+    launched, the pyspark daemon and its Python workers). The CPU of a descendant that
+    already exited is in its parent's figure once the parent has waited for it."""
+    infos = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            info = _proc_info(int(entry.name))
+            if info is not None:
+                infos[info.pid] = info
+    if pid not in infos:
+        return []
+    children: dict[int, list[int]] = {}
+    for info in infos.values():
+        children.setdefault(info.ppid, []).append(info.pid)
+    out, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        out.append(infos[current])
+        todo.extend(children.get(current, []))
+    return out
+
+
+def system_cpu_seconds() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine since boot, all CPUs, from /proc/stat."""
+    with suppress(OSError, ValueError, IndexError):
+        values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+        total = sum(values[:8])  # user nice system idle iowait irq softirq steal
+        idle = values[3] + values[4]
+        return (total - idle) / CLOCK_TICKS, total / CLOCK_TICKS
+    return 0.0, 0.0
+
+
 def stop_process(proc: subprocess.Popen[bytes], timeout: float = 60.0) -> int:
     """SIGTERM and wait; SIGKILL if it does not exit in time. Returns the exit code."""
     if proc.poll() is None:
@@ -169,6 +230,14 @@ def log_tail(path: Path, lines: int = 40) -> str:
 
 def median(samples: Sequence[float]) -> float | None:
     return statistics.median(samples) if samples else None
+
+
+def percentile(ordered: Sequence[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in 0..100) of an already sorted sequence."""
+    if not ordered:
+        return None
+    rank = max(1, min(len(ordered), int(-(-q * len(ordered) // 100))))
+    return ordered[rank - 1]
 
 
 def _fmt(value: float | None, digits: int) -> str:
