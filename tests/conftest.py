@@ -26,6 +26,7 @@ from testcontainers.community.mysql import MySqlContainer
 
 from cdc_ingest.services import KafkaBroker, MariaDB
 from cdc_ingest.services._kafka_probe import wait_until_ready
+from cdc_ingest.sink.writer import close_clients
 
 INTEGRATION_DIR = Path(__file__).parent / "integration"
 
@@ -99,6 +100,9 @@ def kafka(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     else:
         server = KafkaBroker(tmp_path_factory.mktemp("services") / "kafka")
     _start(server, request)
+    # Finalizers run last-in first-out: close the clients tests cached in this process
+    # before the broker goes away, so they do not retry against a stopped broker.
+    request.addfinalizer(close_clients)
     return server
 
 

@@ -12,6 +12,7 @@ visible beyond what an earlier commit covered, and Spark's retry resumes after i
 
 from __future__ import annotations
 
+import atexit
 import logging
 import time
 from collections.abc import Iterable, Iterator
@@ -76,6 +77,16 @@ def sink_settings(defn: PipelineDef) -> SinkSettings:
 _producers: dict[str, Any] = {}
 _groups: dict[str, GroupOffsets] = {}
 _topics: dict[str, SinkTopics] = {}
+
+
+def close_clients() -> None:
+    """Close the clients this process cached (the driver's, or a worker's at exit)."""
+    while _groups:
+        _groups.popitem()[1].close()
+    _topics.clear()
+
+
+atexit.register(close_clients)
 
 
 def _group(settings: SinkSettings) -> GroupOffsets:
