@@ -71,6 +71,8 @@ class Rows:
     rows: list[tuple[list[Any] | None, list[Any] | None]]
     ts: int
     where: str
+    file: str = ""
+    pos: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,7 +368,8 @@ class BinlogReader:
                 f"{where}: {exc!r}. Nothing after it was captured; fix the value or the "
                 "column definition, or exclude the table, then restart capture."
             ) from exc
-        return Rows(kind, schema, rows, ev.timestamp, where)
+        return Rows(kind, schema, rows, ev.timestamp, where, self._stream.log_file,
+                    ev.packet.log_pos)
 
 
 def advance_gtid_set(gtid_set: str, gtid: str) -> str:

@@ -11,6 +11,7 @@ from cdc_ingest.capture.binlog import Rows
 from cdc_ingest.capture.schema import TableSchema
 from cdc_ingest.errors import SourceError
 from cdc_ingest.model import CHANGELOG_VERSION
+from cdc_ingest.verify.values import dumps
 
 Message = tuple[bytes, bytes]
 
@@ -102,5 +103,24 @@ def ddl_message(db: str, table: str, sql: str, ts: int, pos: str) -> bytes:
             "ts_ms": ts * 1000,
             "pos": pos,
             "ddl": sql,
+        }
+    )
+
+
+def snapshot_message(
+    db: str, table: str, pk: dict[str, Any], row: dict[str, Any], ts_ms: int
+) -> bytes:
+    """A snapshot row: ``+I`` with the row as of its chunk's high watermark."""
+    return dumps(
+        {
+            "v": CHANGELOG_VERSION,
+            "op": "+I",
+            "db": db,
+            "table": table,
+            "pk": pk,
+            "before": None,
+            "after": row,
+            "ts_ms": ts_ms,
+            "pos": "snapshot",
         }
     )

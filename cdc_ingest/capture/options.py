@@ -6,10 +6,7 @@ from cdc_ingest.capture.binlog import ConnectionSettings
 from cdc_ingest.capture.runner import CaptureOptions
 from cdc_ingest.capture.startup import StartupSpec
 from cdc_ingest.config import PipelineDef
-from cdc_ingest.errors import ConfigError, ConfigProblem
 from cdc_ingest.kafka import client_config
-
-NOT_YET = ("initial", "snapshot")
 
 
 def connection_settings(defn: PipelineDef) -> ConnectionSettings:
@@ -26,15 +23,6 @@ def connection_settings(defn: PipelineDef) -> ConnectionSettings:
 def startup_spec(defn: PipelineDef) -> StartupSpec:
     s = defn.source
     mode = str(s.scan_startup_mode.value)
-    if mode in NOT_YET:
-        raise ConfigError(
-            ConfigProblem(
-                "source.scan.startup.mode",
-                f"'{mode}' needs the initial snapshot, which this version does not have yet",
-                "set scan.startup.mode to latest-offset, earliest-offset, specific-offset or "
-                "timestamp",
-            )
-        )
     return StartupSpec(
         mode=mode,
         file=s.scan_startup_specific_offset_file,
@@ -70,4 +58,8 @@ def capture_options(defn: PipelineDef) -> CaptureOptions:
         tinyint1_as_boolean=s.treat_tinyint1_as_boolean_enabled,
         transactional_id_prefix=defn.transactional_id_prefix,
         metrics_port=p.metrics_port + 1 if p.metrics_port else None,
+        snapshot_server_id=(s.server_id_last if s.server_id_last > s.server_id_first
+                            else s.server_id_first + 1),
+        chunk_size=s.scan_incremental_snapshot_chunk_size,
+        fetch_size=s.scan_snapshot_fetch_size,
     )

@@ -23,11 +23,17 @@ from cdc_ingest.capture.binlog import (
     advance_gtid_set,
 )
 from cdc_ingest.capture.catalog import Catalog, KeyColumns
-from cdc_ingest.capture.changes import KeyPlan, ddl_message, row_messages
+from cdc_ingest.capture.changes import KeyPlan, ddl_message, row_messages, snapshot_message
 from cdc_ingest.capture.ddl import tables_of
 from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.capture.progress import Progress
 from cdc_ingest.capture.schema import TableSchema
+from cdc_ingest.capture.snapshot import (
+    ChunkFilter,
+    SnapshotProgress,
+    SnapshotState,
+    Snapshotter,
+)
 from cdc_ingest.capture.startup import StartupSpec, resolve_start
 from cdc_ingest.errors import PositionPurgedError, SourceError
 from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer
@@ -57,6 +63,9 @@ class CaptureOptions:
     tinyint1_as_boolean: bool = True
     transactional_id_prefix: str = ""
     metrics_port: int | None = None
+    snapshot_server_id: int = 0
+    chunk_size: int = 8096
+    fetch_size: int = 1024
 
     @property
     def transactional_id(self) -> str:
@@ -92,6 +101,8 @@ class Capture:
         self._skip_tx = False
         self._seen_gtid = ""
         self._skip_before_ts = 0
+        self._snapshotter: Snapshotter | None = None
+        self._filter: ChunkFilter | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -107,6 +118,22 @@ class Capture:
         # so the position read next is the last one that really committed.
         self._producer.init()
         start = self._resume_position()
+        if start.snapshot is not None:
+            state = SnapshotState.from_json(start.snapshot)
+            self._snapshotter = Snapshotter(
+                self.o.connection, self.o.snapshot_server_id, self._catalog,
+                self.o.key_columns or (lambda d, t: None), self.o.tinyint1_as_boolean,
+                self.o.chunk_size, self.o.fetch_size,
+            )
+            if not state.done:
+                self._snapshot_phase(state)
+                if self._stop or self.o.startup.mode == "snapshot":
+                    log.info("snapshot %s", "done; stopping (scan.startup.mode: snapshot)"
+                             if state.done else "interrupted")
+                    self._catalog.close()
+                    return
+            self._filter = ChunkFilter(state, self._snapshotter.info)
+            start = self._pos
         reader = BinlogReader(
             self.o.connection,
             self.o.server_id,
@@ -123,6 +150,40 @@ class Capture:
             reader.close()
             self._catalog.close()
         log.info("capture stopped at %s", self._committed.describe())
+
+    # -- snapshot ------------------------------------------------------------------------
+
+    def _snapshot_phase(self, state: SnapshotState) -> None:
+        """Chunk by chunk: the chunk's rows and the progress that includes it, atomically."""
+        assert self._snapshotter is not None
+        progress = SnapshotProgress()
+        while state.table < len(state.tables) and not self._stop:
+            db, table = state.tables[state.table]
+            chunk = self._snapshotter.next_chunk(db, table, state.after)
+            read = self._snapshotter.read(chunk)
+            log.info("snapshot chunk of %s.%s read: %d rows, %d binlog changes applied, "
+                     "high watermark %s:%d", db, table, read.selected, read.reconciled,
+                     *read.high)
+            self._open()
+            ts_ms = int(time.time() * 1000)
+            for key, pk, row in read.rows:
+                self._producer.produce(self.o.changelog_topic, key,
+                                       snapshot_message(db, table, pk, row, ts_ms),
+                                       timestamp_ms=ts_ms)
+            state.chunks.append([db, table, chunk.after, chunk.upto, *read.high])
+            if chunk.upto is None:
+                state.table, state.after = state.table + 1, None
+            else:
+                state.after = chunk.upto
+            state.done = state.table >= len(state.tables)
+            self._batch.rows += len(read.rows)
+            self._pos = replace(self._pos, snapshot=state.as_json())
+            self._commit()
+            progress.add(f"{db}.{table}", read.selected,
+                         self._snapshotter.estimated_rows(db, table))
+        if state.done:
+            log.info("snapshot done: %d chunks of %d table(s); streaming from %s",
+                     len(state.chunks), len(state.tables), self._pos.describe())
 
     def _table_facts(self, db: str, table: str) -> tuple[frozenset[str], tuple[str, ...]]:
         booleans, keys = self._catalog.table_facts(db, table)
@@ -148,6 +209,12 @@ class Capture:
             start = resolve_start(self.o.startup, self._catalog)
             if self.o.startup.mode == "timestamp" and self.o.startup.timestamp_ms:
                 self._skip_before_ts = self.o.startup.timestamp_ms // 1000
+            if self.o.startup.mode in ("initial", "snapshot"):
+                tables = sorted(t for t in self._catalog.tables() if self.o.captured(*t))
+                log.info("snapshot of %d table(s) first, then the binlog from %s",
+                         len(tables), start.describe())
+                state = SnapshotState([list(t) for t in tables])
+                start = replace(start, snapshot=state.as_json())
         why = self._catalog.purged_before(start)
         if why is not None:
             raise PositionPurgedError(
@@ -225,6 +292,8 @@ class Capture:
             self._tx_rows += 1
             if self._tx_rows <= self._skip_rows:
                 continue
+            if self._filter is not None and self._in_snapshot(ev, plan, before, after):
+                continue
             pos = f"{prefix}#{self._tx_rows}"
             self._open()
             for key, value in row_messages(ev, plan, before, after, pos):
@@ -238,6 +307,14 @@ class Capture:
         self._pos = replace(self._pos, rows_done=self._tx_rows, ts_ms=ev.ts * 1000)
         self._progress.event_ts = ev.ts
 
+    def _in_snapshot(self, ev: Rows, plan: KeyPlan, before: list[Any] | None,
+                     after: list[Any] | None) -> bool:
+        """A change its key's snapshot row already holds (at or before the chunk's high
+        watermark). A key-changing update counts by its new key."""
+        assert self._filter is not None
+        key = plan.key(after if after is not None else before)  # type: ignore[arg-type]
+        return self._filter.covered(ev.schema.db, ev.schema.table, key, (ev.file, ev.pos))
+
     def _plan(self, schema: TableSchema, where: str) -> KeyPlan:
         plan = self._plans.get(id(schema))
         if plan is None:
@@ -249,9 +326,13 @@ class Capture:
         gtid = self._tx.gtid if self._tx is not None else None
         if gtid is not None:
             self._seen_gtid = advance_gtid_set(self._seen_gtid, gtid)
+        snapshot = self._pos.snapshot
+        if self._filter is not None and (file, pos) > self._filter.last:
+            self._filter = None  # past every chunk's high watermark: nothing left to drop
+            snapshot = None
         self._pos = Position(
             gtid_set=self._seen_gtid if gtid is not None else self._pos.gtid_set,
-            file=file, pos=pos, ts_ms=ts * 1000,
+            file=file, pos=pos, ts_ms=ts * 1000, snapshot=snapshot,
         )
         self._tx = None
         self._skip_rows = 0

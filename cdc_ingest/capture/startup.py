@@ -20,7 +20,8 @@ class StartupSpec:
 
 
 def resolve_start(spec: StartupSpec, catalog: Catalog) -> Position:
-    if spec.mode == "latest-offset":
+    if spec.mode in ("latest-offset", "initial", "snapshot"):
+        # initial/snapshot: the binlog phase starts where the snapshot starts.
         return catalog.latest()
     if spec.mode == "earliest-offset":
         return catalog.earliest()
@@ -32,14 +33,6 @@ def resolve_start(spec: StartupSpec, catalog: Catalog) -> Position:
     if spec.mode == "timestamp" and spec.timestamp_ms is not None:
         # Transactions older than the timestamp are skipped by the reader (see Capture).
         return catalog.earliest()
-    if spec.mode in ("initial", "snapshot"):
-        raise ConfigError(
-            ConfigProblem(
-                "source.scan.startup.mode",
-                f"'{spec.mode}' needs the snapshot, which this version does not have yet",
-                "use latest-offset, earliest-offset, specific-offset or timestamp",
-            )
-        )
     raise ConfigError(
         ConfigProblem("source.scan.startup.mode", f"'{spec.mode}' lacks its options",
                       "see the scan.startup.* options")

@@ -56,8 +56,8 @@ class MySqlSourceDef(ConfigModel):
     server_time_zone: TimeZone = Field("UTC", alias="server-time-zone",
                                        description="the server's session time zone")
     scan_startup_mode: StartupModeOption = Field(
-        StartupMode.LATEST_OFFSET, alias="scan.startup.mode",
-        description="where capture starts; initial becomes the default with the snapshot")
+        StartupMode.INITIAL, alias="scan.startup.mode",
+        description="where capture starts: initial = snapshot, then the binlog")
     scan_startup_specific_offset_file: str | None = Field(None, alias=_OFFSET + "file")
     scan_startup_specific_offset_pos: int | None = Field(None, alias=_OFFSET + "pos", ge=0)
     scan_startup_specific_offset_gtid_set: str | None = Field(None, alias=_OFFSET + "gtid-set")

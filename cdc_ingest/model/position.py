@@ -28,6 +28,9 @@ class Position:
     tx_gtid: str | None = None
     rows_done: int = 0
     ts_ms: int = 0
+    # Progress of the initial snapshot (see cdc_ingest.capture.snapshot.SnapshotState), kept
+    # until the binlog phase has passed every chunk's high watermark; None afterwards.
+    snapshot: dict[str, Any] | None = None
 
     def with_rows(self, rows_done: int) -> Position:
         return replace(self, rows_done=rows_done)
@@ -48,6 +51,7 @@ class Position:
                 "tx_gtid": self.tx_gtid,
                 "rows_done": self.rows_done,
                 "ts_ms": self.ts_ms,
+                "snapshot": self.snapshot,
             }
         )
 
@@ -61,4 +65,5 @@ class Position:
             tx_gtid=body.get("tx_gtid"),
             rows_done=int(body.get("rows_done") or 0),
             ts_ms=int(body.get("ts_ms") or 0),
+            snapshot=body.get("snapshot"),
         )

@@ -4,7 +4,6 @@ import pytest
 
 from cdc_ingest.capture.options import capture_options
 from cdc_ingest.config import parse_pipeline
-from cdc_ingest.errors import ConfigError
 
 YAML = """
 source:
@@ -40,8 +39,12 @@ def test_options_follow_the_definition_and_hide_secrets() -> None:
 
 
 @pytest.mark.parametrize("mode", ["initial", "snapshot"])
-def test_snapshot_modes_are_refused_until_the_snapshot_exists(mode: str) -> None:
-    with pytest.raises(ConfigError) as info:
-        capture_options(parse_pipeline(YAML.replace("{mode}", mode), ENV))
-    assert "source.scan.startup.mode" in str(info.value)
-    assert "latest-offset" in str(info.value)
+def test_snapshot_modes_read_chunks_with_the_next_server_id(mode: str) -> None:
+    options = capture_options(parse_pipeline(YAML.replace("{mode}", mode), ENV))
+    assert options.startup.mode == mode
+    assert options.snapshot_server_id == 5402 and options.chunk_size == 8096
+
+
+def test_default_startup_mode_is_initial() -> None:
+    text = YAML.replace("  scan.startup.mode: {mode}\n", "")
+    assert capture_options(parse_pipeline(text, ENV)).startup.mode == "initial"

@@ -93,9 +93,8 @@ def test_design_example_parses() -> None:
 def test_defaults() -> None:
     defn = parse(minimal())
     src, sink, pipe = defn.source, defn.sink, defn.pipeline
-    # latest-offset until the snapshot lands; then initial becomes the default
     assert (src.port, src.server_time_zone, src.scan_startup_mode) == (
-        3306, "UTC", StartupMode.LATEST_OFFSET)
+        3306, "UTC", StartupMode.INITIAL)
     assert src.tables_exclude is None and src.tables_key_columns == {}
     assert src.heartbeat_interval == timedelta(seconds=30)
     assert src.connect_timeout == timedelta(seconds=30)
