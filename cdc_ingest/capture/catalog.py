@@ -132,6 +132,10 @@ class Catalog:
             )
         return str(row[0]), int(row[1])
 
+    def gtid_now(self) -> str:
+        """The server's binlog GTID state (MariaDB ``@@gtid_binlog_pos``)."""
+        return str(self._one("SELECT @@GLOBAL.gtid_binlog_pos")[0] or "")
+
     def binlog_files(self) -> list[str]:
         return [str(r[0]) for r in self._all("SHOW BINARY LOGS")]
 

@@ -212,6 +212,9 @@ class Snapshotter:
     def read(self, chunk: Chunk) -> ChunkRows:
         """The chunk's rows as of its high watermark (read, then reconciled)."""
         info = self.info(chunk.db, chunk.table)
+        # The window reader starts after the low watermark: by GTID on MariaDB (the
+        # replication library cannot start MariaDB at a file position), else file:pos.
+        low_gtid = self._catalog.gtid_now() if self._catalog.is_mariadb else None
         low = self._catalog.head()
         rows: dict[bytes, tuple[Key, dict[str, Any]]] = {}
         for values in self._select(info, chunk):
@@ -221,7 +224,9 @@ class Snapshotter:
         high = self._catalog.head()
         reconciled = 0
         if high != low:
-            reconciled = self._reconcile(info, chunk, rows, low, high)
+            start = Position(gtid_set=low_gtid) if low_gtid else Position(file=low[0],
+                                                                           pos=low[1])
+            reconciled = self._reconcile(info, chunk, rows, start, high)
         return ChunkRows([(k, key, row) for k, (key, row) in rows.items()], high, selected,
                          reconciled)
 
@@ -247,11 +252,11 @@ class Snapshotter:
             cursor.close()
 
     def _reconcile(self, info: TableInfo, chunk: Chunk,
-                   rows: dict[bytes, tuple[Key, dict[str, Any]]], low: BinlogPos,
+                   rows: dict[bytes, tuple[Key, dict[str, Any]]], low: Position,
                    high: BinlogPos) -> int:
         """Replay the binlog between the watermarks onto the chunk's rows."""
         reader = BinlogReader(
-            self._settings, self._server_id, Position(file=low[0], pos=low[1]),
+            self._settings, self._server_id, low,
             lambda d, t: (d, t) == (chunk.db, chunk.table),
             self._facts(info), self._catalog.is_mariadb, self._heartbeat,
         )
