@@ -24,6 +24,7 @@ FETCH_LAG = Gauge("currentFetchEventTimeLag",
                   "ms between now and the binlog time of the last event fetched")
 EMIT_LAG = Gauge("currentEmitEventTimeLag",
                  "ms between now and the binlog time of the last record emitted", ["stage"])
+SNAPSHOT_ROWS = Counter("numSnapshotRecords", "snapshot rows written", ["table"])
 COMMIT_TIME = Histogram("transactionCommitTime", "seconds per Kafka transaction commit",
                         ["stage"], buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
 

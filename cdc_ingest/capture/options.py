@@ -62,4 +62,5 @@ def capture_options(defn: PipelineDef) -> CaptureOptions:
                             else s.server_id_first + 1),
         chunk_size=s.scan_incremental_snapshot_chunk_size,
         fetch_size=s.scan_snapshot_fetch_size,
+        snapshot_parallelism=s.scan_incremental_snapshot_parallelism or p.parallelism,
     )

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import logging
+import queue
 import signal
 import time
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from types import FrameType
 from typing import Any
@@ -29,7 +32,9 @@ from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.capture.progress import Progress
 from cdc_ingest.capture.schema import TableSchema
 from cdc_ingest.capture.snapshot import (
+    Chunk,
     ChunkFilter,
+    ChunkRows,
     SnapshotProgress,
     SnapshotState,
     Snapshotter,
@@ -66,6 +71,7 @@ class CaptureOptions:
     snapshot_server_id: int = 0
     chunk_size: int = 8096
     fetch_size: int = 1024
+    snapshot_parallelism: int = 1
 
     @property
     def transactional_id(self) -> str:
@@ -120,11 +126,7 @@ class Capture:
         start = self._resume_position()
         if start.snapshot is not None:
             state = SnapshotState.from_json(start.snapshot)
-            self._snapshotter = Snapshotter(
-                self.o.connection, self.o.snapshot_server_id, self._catalog,
-                self.o.key_columns or (lambda d, t: None), self.o.tinyint1_as_boolean,
-                self.o.chunk_size, self.o.fetch_size,
-            )
+            self._snapshotter = self._new_snapshotter(0)
             if not state.done:
                 self._snapshot_phase(state)
                 if self._stop or self.o.startup.mode == "snapshot":
@@ -153,37 +155,77 @@ class Capture:
 
     # -- snapshot ------------------------------------------------------------------------
 
+    def _new_snapshotter(self, index: int) -> Snapshotter:
+        return Snapshotter(
+            self.o.connection, self.o.snapshot_server_id + index,
+            self.o.key_columns or (lambda d, t: None), self.o.tinyint1_as_boolean,
+            self.o.chunk_size, self.o.fetch_size,
+        )
+
     def _snapshot_phase(self, state: SnapshotState) -> None:
-        """Chunk by chunk: the chunk's rows and the progress that includes it, atomically."""
+        """Chunks are planned in key order, read by ``snapshot_parallelism`` readers at once
+        (each with its own connections and replica server-id), and committed in order: each
+        chunk's rows together with the progress that includes it."""
         assert self._snapshotter is not None
+        planner = self._snapshotter
+        readers: queue.Queue[Snapshotter] = queue.Queue()
+        for i in range(self.o.snapshot_parallelism):
+            readers.put(self._new_snapshotter(i))  # the planner's connection stays its own
+
+        def read(chunk: Chunk) -> ChunkRows:
+            reader = readers.get()
+            try:
+                return reader.read(chunk)
+            finally:
+                readers.put(reader)
+
+        plan_table, plan_after = state.table, state.after
+        pending: deque[tuple[Chunk, Future[ChunkRows]]] = deque()
         progress = SnapshotProgress()
-        while state.table < len(state.tables) and not self._stop:
-            db, table = state.tables[state.table]
-            chunk = self._snapshotter.next_chunk(db, table, state.after)
-            read = self._snapshotter.read(chunk)
-            log.info("snapshot chunk of %s.%s read: %d rows, %d binlog changes applied, "
-                     "high watermark %s:%d", db, table, read.selected, read.reconciled,
-                     *read.high)
-            self._open()
-            ts_ms = int(time.time() * 1000)
-            for key, pk, row in read.rows:
-                self._producer.produce(self.o.changelog_topic, key,
-                                       snapshot_message(db, table, pk, row, ts_ms),
-                                       timestamp_ms=ts_ms)
-            state.chunks.append([db, table, chunk.after, chunk.upto, *read.high])
-            if chunk.upto is None:
-                state.table, state.after = state.table + 1, None
-            else:
-                state.after = chunk.upto
-            state.done = state.table >= len(state.tables)
-            self._batch.rows += len(read.rows)
-            self._pos = replace(self._pos, snapshot=state.as_json())
-            self._commit()
-            progress.add(f"{db}.{table}", read.selected,
-                         self._snapshotter.estimated_rows(db, table))
+        with ThreadPoolExecutor(self.o.snapshot_parallelism, "snapshot") as pool:
+            while not self._stop:
+                while (len(pending) < self.o.snapshot_parallelism
+                       and plan_table < len(state.tables)):
+                    db, table = state.tables[plan_table]
+                    chunk = planner.next_chunk(db, table, plan_after)
+                    pending.append((chunk, pool.submit(read, chunk)))
+                    plan_after = chunk.upto
+                    if chunk.upto is None:
+                        plan_table += 1
+                if not pending:
+                    break
+                chunk, future = pending.popleft()
+                self._commit_chunk(state, chunk, future.result(), progress, planner)
+            for _, future in pending:
+                future.cancel()
+        while not readers.empty():
+            readers.get().close()
         if state.done:
             log.info("snapshot done: %d chunks of %d table(s); streaming from %s",
                      len(state.chunks), len(state.tables), self._pos.describe())
+
+    def _commit_chunk(self, state: SnapshotState, chunk: Chunk, read: ChunkRows,
+                      progress: SnapshotProgress, planner: Snapshotter) -> None:
+        db, table = chunk.db, chunk.table
+        log.info("snapshot chunk of %s.%s read: %d rows, %d binlog changes applied, "
+                 "high watermark %s:%d", db, table, read.selected, read.reconciled, *read.high)
+        self._open()
+        ts_ms = int(time.time() * 1000)
+        for key, pk, row in read.rows:
+            self._producer.produce(self.o.changelog_topic, key,
+                                   snapshot_message(db, table, pk, row, ts_ms),
+                                   timestamp_ms=ts_ms)
+        state.chunks.append([db, table, chunk.after, chunk.upto, *read.high])
+        if chunk.upto is None:
+            state.table, state.after = state.table + 1, None
+        else:
+            state.after = chunk.upto
+        state.done = state.table >= len(state.tables)
+        self._batch.rows += len(read.rows)
+        self._pos = replace(self._pos, snapshot=state.as_json())
+        self._commit()
+        metrics.SNAPSHOT_ROWS.labels(f"{db}.{table}").inc(len(read.rows))
+        progress.add(f"{db}.{table}", read.selected, planner.estimated_rows(db, table))
 
     def _table_facts(self, db: str, table: str) -> tuple[frozenset[str], tuple[str, ...]]:
         booleans, keys = self._catalog.table_facts(db, table)

@@ -127,12 +127,13 @@ def key_bytes(key: Key) -> bytes:
 class Snapshotter:
     """Reads chunks; one connection for SELECTs and catalog, one replica for windows."""
 
-    def __init__(self, settings: ConnectionSettings, server_id: int, catalog: Catalog,
+    def __init__(self, settings: ConnectionSettings, server_id: int,
                  key_columns: KeyColumns, tinyint1_as_boolean: bool, chunk_size: int,
                  fetch_size: int, heartbeat_s: float = 1.0) -> None:
         self._settings = settings
         self._server_id = server_id
-        self._catalog = catalog
+        # Its own catalog connection: readers run in parallel threads.
+        self._catalog = Catalog(settings, key_columns)
         self._key_columns = key_columns
         self._booleans = tinyint1_as_boolean
         self.chunk_size = chunk_size
@@ -145,6 +146,7 @@ class Snapshotter:
 
     def close(self) -> None:
         self._conn.close()
+        self._catalog.close()
 
     def _sql(self, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
         self._conn.ping(reconnect=True)
