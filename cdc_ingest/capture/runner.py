@@ -198,6 +198,7 @@ class Capture:
                 self._commit_chunk(state, chunk, future.result(), progress, planner)
             for _, future in pending:
                 future.cancel()
+        progress.close()
         while not readers.empty():
             readers.get().close()
         if state.done:
