@@ -109,6 +109,9 @@ def test_ddl_is_recorded_and_later_rows_use_the_new_columns(
         cur.execute("INSERT INTO t VALUES (2, 'hello')")
         cur.execute("ALTER TABLE t ADD COLUMN flag TINYINT(1) DEFAULT 1")
         cur.execute("UPDATE t SET flag = 0 WHERE id = 1")
+        # a table created while streaming is captured from its creation
+        cur.execute("CREATE TABLE fresh (id INT PRIMARY KEY, x VARCHAR(5))")
+        cur.execute("INSERT INTO fresh VALUES (7, 'new')")
     conn.commit()
 
     name = f"ddl-{fresh_db}"
@@ -121,8 +124,8 @@ def test_ddl_is_recorded_and_later_rows_use_the_new_columns(
     proc = start_capture(config, tmp_path / "capture.log")
     try:
         records = wait_for(
-            lambda: (r := changelog(kafka, name)) and len(rows_of(r)) >= 3 and r,
-            what="3 row changes",
+            lambda: (r := changelog(kafka, name)) and len(rows_of(r)) >= 4 and r,
+            what="4 row changes",
         )
     finally:
         assert stop(proc) == 0, (tmp_path / "capture.log").read_text()
@@ -134,5 +137,7 @@ def test_ddl_is_recorded_and_later_rows_use_the_new_columns(
         ("+I", "", {"id": 2, "note": "hello"}),
         ("DDL", "ALTER TABLE t ADD CO", None),
         ("+U", "", {"id": 1, "note": "n", "flag": False}),
+        ("DDL", "CREATE TABLE fresh (", None),
+        ("+I", "", {"id": 7, "x": "new"}),
     ]
     assert records[1]["db"] == fresh_db and records[1]["table"] == "t"
