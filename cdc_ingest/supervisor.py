@@ -6,6 +6,7 @@ SIGTERM / Ctrl-C stops both (each finishes or aborts its open transaction) and e
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import signal
 import subprocess
@@ -34,10 +35,25 @@ class _Child:
     proc: subprocess.Popen[bytes]
 
 
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM if the supervisor dies, even by SIGKILL (Linux)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _spawn(name: str, config: Path, extra: list[str]) -> _Child:
     cmd = [sys.executable, "-m", "cdc_ingest.cli", name, "--config", str(config), *extra]
     log.info("starting %s: %s", name, " ".join(cmd[1:]))
-    return _Child(name, subprocess.Popen(cmd))
+    return _Child(name, subprocess.Popen(cmd, preexec_fn=_die_with_parent))  # noqa: PLW1509
+
+
+def _describe(code: int) -> str:
+    if code < 0:
+        return f"was killed by signal {signal.Signals(-code).name}"
+    return f"exited with code {code}"
 
 
 def _stop(child: _Child) -> int:
@@ -67,17 +83,21 @@ def run_start(config: Path, sink_args: list[str] | None = None) -> None:
         while not stopping and failed is None:
             time.sleep(0.2)
             failed = next((c for c in children if c.proc.poll() is not None), None)
+        for child in children:  # ask both at once, then wait for each
+            if child.proc.poll() is None:
+                child.proc.send_signal(signal.SIGTERM)
         codes = {c.name: _stop(c) for c in children}
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if failed is not None:
         others = ", ".join(f"{n} exited {c}" for n, c in codes.items() if n != failed.name)
+        code = codes[failed.name]
+        said = " (its error is above)" if code > 0 else ""
         raise ChildFailed(
-            f"{failed.name} exited with code {codes[failed.name]} (its error is above), so "
-            f"the pipeline stopped ({others} after being asked to stop). Fix what "
-            f"{failed.name} reported and run `cdc-ingest start` again: it resumes from the "
-            "committed positions."
+            f"{failed.name} {_describe(code)}{said}, so the pipeline stopped ({others} after "
+            f"being asked to stop). Fix what {failed.name} reported and run `cdc-ingest "
+            "start` again: it resumes from the committed positions."
         )
     bad = {n: c for n, c in codes.items() if c != 0}
     if bad:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 import signal
 import threading
@@ -37,6 +38,16 @@ def _expected(workload: Workload) -> dict[tuple[str, str], list[int | None]]:
             for key, changes in workload.expected.items()}
 
 
+def _written_batches(log: Path) -> int:
+    return len(re.findall(r"batch \d+: [1-9]\d* rows in", log.read_text()))
+
+
+def _wait_quietly(predicate: Any, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
 def _is_subsequence(needle: list[Any], haystack: list[Any]) -> bool:
     it = iter(haystack)
     return all(any(x == y for y in it) for x in needle)
@@ -49,7 +60,8 @@ def test_kills_lose_nothing_and_exactly_once_duplicates_nothing(
     print(f"workload seed {seed}")
     rng = random.Random(seed)
     db = fresh_db
-    workload = Workload(mariadb.admin, db, seed, target_rows=50_000)
+    # paced so that writes go on across the kills and sink restarts (Spark takes ~20 s)
+    workload = Workload(mariadb.admin, db, seed, target_rows=50_000, pause_s=0.1)
     workload.create_tables()
     eos_topics = {"ka": f"{db}-ka", "kb": f"{db}.kb"}  # kb: no route, default topic
     alo_topics = {"ka": f"{db}-ka-alo", "kb": f"{db}-kb-alo"}
@@ -81,14 +93,23 @@ def test_kills_lose_nothing_and_exactly_once_duplicates_nothing(
     victims = ["capture", "eos", "alo", "capture", "eos", "alo"]
     rng.shuffle(victims)
     checkpoint = tmp_path / f"eos-{db}" / "checkpoint"
+    last_eos_kill = max(i for i, v in enumerate(victims) if v == "eos")
     try:
         for i, victim in enumerate(victims):
-            time.sleep(rng.uniform(1.0, 6.0))
+            if victim != "capture":
+                # kill a sink only once it has written something since its (re)start, so
+                # each kill interrupts real work, and the later restarts resume from the
+                # sink group's committed offsets rather than from nothing
+                seen = _written_batches(logs[victim])
+                _wait_quietly(lambda v=victim, n=seen: _written_batches(logs[v]) > n, 90)
+            time.sleep(rng.uniform(0.2, 3.0))
             procs[victim].send_signal(signal.SIGKILL)
             procs[victim].wait(30)
-            if victim == "eos" and checkpoint.exists() and i >= 2:
-                shutil.rmtree(checkpoint)  # once: losing it must cost time, not duplicates
-                checkpoint = tmp_path / "gone"
+            if i == last_eos_kill:
+                # once, at the last kill of the exactly-once sink whatever the shuffle:
+                # losing the checkpoint must cost time, not duplicates
+                assert checkpoint.exists(), checkpoint
+                shutil.rmtree(checkpoint)
             procs[victim] = start_command(commands[victim], configs[victim], logs[victim])
         writer.join(600)
         assert workload.error is None, workload.error

@@ -12,6 +12,7 @@ from typing import Any
 
 import pymysql
 
+from cdc_ingest.capture.positions import PositionStore
 from tests.conftest import admin_conn
 from tests.integration.pipeline_helpers import (
     changelog,
@@ -164,8 +165,6 @@ def test_snapshot_under_writes_and_sigkills_is_exact(
 
 
 def _committed(kafka: Any, name: str, head: str) -> bool:
-    from cdc_ingest.capture.positions import PositionStore
-
     saved = PositionStore({"bootstrap.servers": kafka.bootstrap},
                           f"cdc-ingest.{name}.offsets").load()
     return saved is not None and saved.gtid_set == head and saved.snapshot is None

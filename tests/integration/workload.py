@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from typing import Any
 
 import pymysql
@@ -19,7 +20,9 @@ class Workload:
         "CREATE TABLE kb (id BIGINT PRIMARY KEY, v INT NOT NULL, amount DECIMAL(12,2))",
     )
 
-    def __init__(self, conn_kwargs: dict[str, Any], db: str, seed: int, target_rows: int):
+    def __init__(self, conn_kwargs: dict[str, Any], db: str, seed: int, target_rows: int,
+                 pause_s: float = 0.0):
+        self.pause_s = pause_s
         self.conn_kwargs = {**conn_kwargs, "database": db, "autocommit": False}
         self.rng = random.Random(seed)
         self.target = target_rows
@@ -48,6 +51,8 @@ class Workload:
                 while self.rows < self.target:
                     self._one_transaction(cur)
                     conn.commit()
+                    if self.pause_s:
+                        time.sleep(self.pause_s)
             conn.close()
         except BaseException as exc:  # noqa: BLE001 - reported by the test
             self.error = exc
