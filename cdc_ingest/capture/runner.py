@@ -184,7 +184,8 @@ class Capture:
         progress = SnapshotProgress()
         with ThreadPoolExecutor(self.o.snapshot_parallelism, "snapshot") as pool:
             while not self._stop:
-                while (len(pending) < self.o.snapshot_parallelism
+                # one chunk more than readers: the next read overlaps this commit
+                while (len(pending) <= self.o.snapshot_parallelism
                        and plan_table < len(state.tables)):
                     db, table = state.tables[plan_table]
                     chunk = planner.next_chunk(db, table, plan_after)

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pymysql
+import pymysql.converters
+from pymysql.constants import FIELD_TYPE
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -49,7 +51,7 @@ from cdc_ingest.errors import SourceError
 from cdc_ingest.model import Position
 from cdc_ingest.verify.columns import COLUMNS_QUERY, Column
 from cdc_ingest.verify.convert import UnsupportedType, converter, select_expression
-from cdc_ingest.verify.values import dumps
+from cdc_ingest.verify.values import Num, dumps
 
 log = logging.getLogger(__name__)
 
@@ -116,17 +118,51 @@ class TableInfo:
             compare_text,
         )
         try:
-            self.convert = tuple(converter(c, tinyint1_as_boolean) for c in columns)
+            convert = [_snapshot_converter(c, tinyint1_as_boolean) for c in columns]
         except UnsupportedType as exc:
             raise SourceError(f"{db}.{table}: {exc}, which the snapshot cannot read") from None
+        # Only the columns whose driver value is not already its JSON form are converted.
+        self.fixes = tuple((i, c.name, f) for i, (c, f) in enumerate(zip(columns, convert,
+                                                                         strict=True)) if f)
         self.select = ", ".join(select_expression(c) for c in columns)
         self.source = f"{quote(db)}.{quote(table)}"
         self.order_by = ", ".join(quote(k) for k in key)
 
     def row(self, values: tuple[Any, ...]) -> tuple[Key, dict[str, Any]]:
-        row = {n: None if v is None else f(v)
-               for n, f, v in zip(self.names, self.convert, values, strict=True)}
+        row = dict(zip(self.names, values, strict=True))
+        for i, name, fix in self.fixes:
+            value = values[i]
+            if value is not None:
+                row[name] = fix(value)
         return {k: row[k] for k in self.key}, row
+
+
+# The snapshot's connection leaves these as the server's text (no datetime/Decimal objects):
+# the text already is the output form, with the column's exact fractional digits and scale.
+SERVER_TEXT = (FIELD_TYPE.DATETIME, FIELD_TYPE.TIMESTAMP, FIELD_TYPE.DATE,
+               FIELD_TYPE.NEWDECIMAL, FIELD_TYPE.DECIMAL)
+_IDENTITY = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "json",
+                       "enum", "smallint", "mediumint", "int", "integer", "bigint"})
+
+
+def _zero_date(text: str) -> bool:
+    return text[5:7] == "00" or text[8:10] == "00"
+
+
+def _snapshot_converter(column: Column, tinyint1_as_boolean: bool) -> Any:
+    """None when the driver's value is already the output JSON value, else a function."""
+    kind = column.data_type
+    if kind in _IDENTITY:
+        return None
+    if kind == "tinyint" and not (tinyint1_as_boolean and column.is_tinyint1):
+        return None
+    if kind in ("date", "datetime"):
+        return lambda v: None if _zero_date(v) else v
+    if kind == "timestamp":
+        return lambda v: None if _zero_date(v) else v + "Z"
+    if kind in ("decimal", "numeric"):
+        return Num if column.scale else int
+    return converter(column, tinyint1_as_boolean)
 
 
 def key_bytes(key: Key) -> bytes:
@@ -149,7 +185,10 @@ class Snapshotter:
         self.chunk_size = chunk_size
         self._fetch = fetch_size
         self._heartbeat = heartbeat_s
-        self._conn = pymysql.connect(**settings.as_pymysql(), autocommit=True)
+        conv = dict(pymysql.converters.conversions)
+        for field_type in SERVER_TEXT:
+            conv.pop(field_type, None)
+        self._conn = pymysql.connect(**settings.as_pymysql(), autocommit=True, conv=conv)
         self._sql("SET SESSION time_zone = '+00:00'")
         self._sql("SET SESSION net_write_timeout = 3600")
         self._tables: dict[tuple[str, str], TableInfo] = {}
