@@ -17,9 +17,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 from types import FrameType
@@ -219,10 +220,171 @@ def stop_process(proc: subprocess.Popen[bytes], timeout: float = 60.0) -> int:
         return -int(signal.SIGKILL)
 
 
+@dataclass
+class ChildExit:
+    """How a child process ended, from ``wait4``: exit code and its own resource usage."""
+
+    exit_code: int
+    seconds: float  # wall time from ``started`` (perf_counter) to the exit being seen
+    cpu_s: float  # user + system CPU of the child (all its threads)
+    maxrss_bytes: int  # ru_maxrss: the child's peak resident set
+    vmhwm_bytes: int | None  # last VmHWM sampled from /proc while it ran
+
+
+class SchedTracker:
+    """Scheduler statistics of a process's threads, from ``/proc/<pid>/task/*/schedstat``:
+    seconds on a CPU and seconds runnable but waiting for one (CPU contention). Sample it
+    while the process runs; threads that exit keep their last sample."""
+
+    def __init__(self) -> None:
+        self._threads: dict[int, tuple[float, float]] = {}
+
+    def sample(self, pid: int) -> None:
+        with suppress(OSError):
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                with suppress(OSError, ValueError, IndexError):
+                    on_cpu, waiting = (task / "schedstat").read_text().split()[:2]
+                    self._threads[int(task.name)] = (int(on_cpu) / 1e9, int(waiting) / 1e9)
+
+    @property
+    def threads(self) -> int:
+        return len(self._threads)
+
+    @property
+    def on_cpu_s(self) -> float:
+        return sum(t[0] for t in self._threads.values())
+
+    @property
+    def runqueue_wait_s(self) -> float:
+        return sum(t[1] for t in self._threads.values())
+
+
+def wait_child(proc: subprocess.Popen[bytes], started: float, timeout_s: float,
+               poll_s: float = 0.1, on_tick: Callable[[int], None] | None = None) -> ChildExit:
+    """Wait for a child that exits on its own, sampling its VmHWM while it runs (and calling
+    ``on_tick(pid)`` each ``poll_s``).
+
+    Reaps it with ``os.wait4`` (so the rusage is the child's own) and sets
+    ``proc.returncode``. On timeout: SIGTERM/SIGKILL (stop_process) and TimeoutError.
+    """
+    vmhwm: int | None = None
+    deadline = started + timeout_s
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            seconds = time.perf_counter() - started
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return ChildExit(proc.returncode, seconds, usage.ru_utime + usage.ru_stime,
+                             usage.ru_maxrss * 1024, vmhwm)
+        vmhwm = peak_rss_bytes(proc.pid) or vmhwm
+        if on_tick is not None:
+            on_tick(proc.pid)
+        if time.perf_counter() > deadline:
+            stop_process(proc)
+            raise TimeoutError(f"pid {proc.pid} still running after {timeout_s:.0f} s")
+        time.sleep(poll_s)
+
+
+def log_line_time(log_file: Path, marker: str, last: bool = False) -> float | None:
+    """Epoch seconds of the first (or last) log line containing ``marker``; the line must
+    start with a logging ``asctime`` (``2024-01-01 12:00:00,123``, local time)."""
+    found: float | None = None
+    for line in log_file.read_text(errors="replace").splitlines():
+        if marker in line:
+            try:
+                stamp = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            except ValueError:
+                continue
+            if not last:
+                return stamp
+            found = stamp
+    return found
+
+
 def log_tail(path: Path, lines: int = 40) -> str:
     if not path.is_file():
         return f"(no log at {path})"
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def profile_threads(out: Path, func: Callable[[], Any]) -> Any:
+    """Run ``func`` under cProfile, in this thread and in every thread started meanwhile
+    (each thread gets its own profiler: cProfile alone sees only the thread that enabled
+    it), and write the merged stats to ``out`` (pstats format), also when ``func`` raises
+    (SystemExit included). Threads still running at the end are left out. Next to it,
+    ``<out>.threads.json``: each profiled thread's name and profiled seconds."""
+    import cProfile  # noqa: PLC0415 - only the profiled child needs it
+    import pstats  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    finished: list[tuple[str, cProfile.Profile]] = []
+    original_run = threading.Thread.run
+
+    def run(thread: threading.Thread) -> None:
+        prof = cProfile.Profile()
+        prof.enable()
+        try:
+            original_run(thread)
+        finally:
+            prof.disable()
+            finished.append((thread.name, prof))
+
+    threading.Thread.run = run  # type: ignore[method-assign,assignment]
+    main = cProfile.Profile()
+    main.enable()
+    try:
+        return func()
+    finally:
+        main.disable()
+        threading.Thread.run = original_run  # type: ignore[method-assign]
+        stats = pstats.Stats(main)
+        threads = [{"thread": threading.current_thread().name,
+                    "seconds": stats.total_tt}]  # type: ignore[attr-defined]
+        for name, prof in list(finished):
+            one = pstats.Stats(prof)
+            threads.append({"thread": name, "seconds": one.total_tt})  # type: ignore[attr-defined]
+            stats.add(one)
+        stats.dump_stats(str(out))
+        Path(f"{out}.threads.json").write_text(json.dumps(threads, indent=1) + "\n")
+
+
+# -- kafka ---------------------------------------------------------------------------------
+
+
+def read_committed(bootstrap: str, topic: str, visit: Callable[[Any], None],
+                   timeout_s: float = 120.0) -> int:
+    """Every committed record of ``topic`` (read_committed, from the start), passed to
+    ``visit`` (a confluent_kafka Message); returns how many there were."""
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": f"cdc-ingest-bench-{os.getpid()}-{time.monotonic_ns()}",
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+        "auto.offset.reset": "earliest",
+        "enable.partition.eof": True,
+    })
+    try:
+        meta = consumer.list_topics(topic, timeout=30)
+        partitions = list(meta.topics[topic].partitions)
+        consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in partitions])
+        pending, count = set(partitions), 0
+        deadline = time.monotonic() + timeout_s
+        while pending:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"reading {topic}: partitions {sorted(pending)} never ended")
+            for msg in consumer.consume(10_000, 1.0):
+                err = msg.error()
+                if err is None:
+                    visit(msg)
+                    count += 1
+                    deadline = time.monotonic() + timeout_s
+                elif err.code() == confluent_kafka.KafkaError._PARTITION_EOF:
+                    pending.discard(msg.partition())
+                else:
+                    raise RuntimeError(f"reading {topic}: {err}")
+        return count
+    finally:
+        consumer.close()
 
 
 # -- summaries and output ------------------------------------------------------------------
