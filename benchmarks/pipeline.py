@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import re
 import secrets
 import subprocess
@@ -21,6 +22,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from _common import (
     REPO,
     Measure,
     Services,
+    cpu_seconds,
     log_tail,
     machine_info,
     mysql_conn,
@@ -57,7 +60,8 @@ STALL_S = 120.0  # no progress for this long = something is broken
 TIMELINE_S = 1.0  # progress samples kept in the JSON
 READY_TIMEOUT_S = 180.0
 DRAIN_TIMEOUT_S = 60.0  # latency: how long to wait for the last written rows to show up
-LATENCY_ID_BASE = 1_000_000_000  # ids the latency writer inserts (above any workload id)
+LATENCY_TABLE = "latency"  # same columns as orders; its own table, so that the latency
+# writes never land in the binlog range a later repeat's capture reads from gtid_before
 
 _LOG_STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
 _BATCH = re.compile(
@@ -86,6 +90,7 @@ def pipeline_yaml(
     svc: Services, name: str, server_id: int, state: Path, *, gtid: str, guarantee: str,
     sink_topic: str, trigger: str, max_offsets: int | None,
     changelog_topic: str | None = None, capture_interval: str | None = None,
+    table: str = TABLE,
 ) -> str:  # fmt: skip
     source: dict[str, Any] = {
         "type": "mysql",
@@ -93,7 +98,7 @@ def pipeline_yaml(
         "port": svc.mysql_port,
         "username": svc.cdc["user"],
         "password": svc.cdc["password"],
-        "tables": f"{DB}.{TABLE}",
+        "tables": f"{DB}.{table}",
         "server-id": server_id,
         "scan.startup.mode": "specific-offset",
         "scan.startup.specific-offset.gtid-set": gtid,
@@ -113,7 +118,7 @@ def pipeline_yaml(
         "source": source,
         "sink": {"type": "upsert-kafka", "properties.bootstrap.servers": svc.bootstrap,
                  "sink.delivery-guarantee": guarantee},
-        "route": [{"source-table": f"{DB}.{TABLE}", "sink-table": sink_topic}],
+        "route": [{"source-table": f"{DB}.{table}", "sink-table": sink_topic}],
         "pipeline": pipeline,
     }
     return yaml.safe_dump(doc, sort_keys=False)
@@ -184,7 +189,9 @@ def cpu_snapshot(stages: list[Stage], svc: Services) -> dict[str, float]:
             tree = process_tree(pid)
             if tree:
                 out[server] = sum(p.cpu_s for p in tree)
+    out["benchmark process"] = cpu_seconds(os.getpid()) or 0.0  # pollers, writer, consumer
     out["machine busy"], out["machine total"] = system_cpu_seconds()
+    out["wall"] = time.time()
     return out
 
 
@@ -282,16 +289,15 @@ def changelog_ends(bootstrap: str, topic: str) -> dict[int, int]:
             back, last = 16, -1
             while high > low and last < 0:
                 consumer.assign([TopicPartition(topic, p, max(low, high - back))])
-                done = False
-                while not done:
-                    for msg in consumer.consume(1000, 5.0) or []:
-                        err = msg.error()
-                        if err is None:
-                            last = max(last, msg.offset())
-                        elif err.code() == KafkaError._PARTITION_EOF:
-                            done = True
-                        else:
-                            raise RuntimeError(f"reading {topic}[{p}]: {err}")
+                deadline = time.monotonic() + 30.0
+                # poll, not consume(n, timeout): consume waits for n messages or the timeout
+                while (msg := consumer.poll(0.5)) is None or msg.error() is None:
+                    if msg is not None:
+                        last = max(last, msg.offset())
+                    elif time.monotonic() > deadline:
+                        raise RuntimeError(f"reading {topic}[{p}]: no end of partition")
+                if msg.error().code() != KafkaError._PARTITION_EOF:
+                    raise RuntimeError(f"reading {topic}[{p}]: {msg.error()}")
                 if high - back <= low:
                     break
                 back *= 16
@@ -368,20 +374,41 @@ class Progress:
                        if self.capture_name else None)
         self._partitions: list[int] = []
         self._last_sample = -TIMELINE_S
+        self._watermarks = _consumer(self.svc.bootstrap)
+        self.sink_committed_at_capture_done: int | None = None
 
     def close(self) -> None:
         self._group.close()
+        self._watermarks.close()
+
+    def _changelog_end(self) -> int | None:
+        """Sum of the changelog's high watermarks (records + transaction markers)."""
+        try:
+            return sum(self._watermarks.get_watermark_offsets(
+                TopicPartition(self.changelog, p), timeout=5)[1] for p in self._partitions)
+        except Exception:  # noqa: BLE001 - a progress sample only
+            return None
 
     def _committed(self) -> dict[int, int]:
         if not self._partitions:
             self._partitions = self._group.partitions(self.changelog)
         return self._group.committed(self.changelog, self._partitions) if self._partitions else {}
 
+    def _find_ends(self) -> None:
+        began = time.perf_counter()
+        self.ends = changelog_ends(self.svc.bootstrap, self.changelog)
+        log.info("  changelog ends %s (read in %.2f s)", self.ends, time.perf_counter() - began)
+
     def wait(self, stages: list[Stage], timeout_s: float) -> float:
-        """Seconds from ``started`` until the sink has committed the whole changelog."""
+        """Seconds from ``started`` until the sink has committed the whole changelog.
+
+        The changelog's ends are read in a thread once capture is done, while the sink's
+        offsets are still sampled every POLL_S; the result is the time of the first sample
+        at or past the ends, so reading them adds nothing to the figure."""
+        finder: threading.Thread | None = None
         if self._store is None:
             self.capture_done_s = 0.0
-            self.ends = changelog_ends(self.svc.bootstrap, self.changelog)
+        after: list[tuple[float, dict[int, int]]] = []  # samples since capture was done
         moved_at, last_state = time.perf_counter(), None
         while True:
             tick = time.perf_counter()
@@ -391,24 +418,37 @@ class Progress:
                 position = self._store.load()
                 if position is not None and gtid_reached(position.gtid_set, self.gtid_after):
                     self.capture_done_s = time.perf_counter() - self.started
-                    self.ends = changelog_ends(self.svc.bootstrap, self.changelog)
-                    log.info("  capture committed the last GTID after %.1f s; changelog ends %s",
-                             self.capture_done_s, self.ends)
+                    log.info("  capture committed the last GTID after %.1f s",
+                             self.capture_done_s)
                 capture_state = position.describe() if position else None
             else:
                 capture_state = "done"
+            if self.capture_done_s is not None and finder is None:
+                finder = threading.Thread(target=self._find_ends, daemon=True)
+                finder.start()
             committed = self._committed()
             now = time.perf_counter() - self.started
             if committed and self.first_sink_commit_s is None:
                 self.first_sink_commit_s = now
+            if self.capture_done_s is not None:
+                after.append((now, committed))
+                if self.sink_committed_at_capture_done is None:
+                    self.sink_committed_at_capture_done = sum(committed.values())
             if now - self._last_sample >= TIMELINE_S:
                 self._last_sample = now
-                self.timeline.append({"t": round(now, 2), "sink_committed": sum(committed.values()),
-                                      "capture_done": self.capture_done_s is not None})
-            if self.ends is not None and all(
-                committed.get(p, 0) >= end for p, end in self.ends.items()
-            ):
-                return time.perf_counter() - self.started
+                self.timeline.append({
+                    "t": round(now, 2),
+                    "changelog_end": self._changelog_end() if self._partitions else 0,
+                    "sink_committed": sum(committed.values()),
+                    "capture_done": self.capture_done_s is not None,
+                })  # fmt: skip
+            if finder is not None and not finder.is_alive():
+                if self.ends is None:
+                    raise RuntimeError(f"could not read the ends of {self.changelog}")
+                ends = self.ends
+                for at, sample in after:
+                    if all(sample.get(p, 0) >= end for p, end in ends.items()):
+                        return at
             state = (capture_state, tuple(sorted(committed.items())))
             if state != last_state:
                 moved_at, last_state = time.perf_counter(), state
@@ -478,6 +518,8 @@ def run_throughput(
         "capture_done_s": None if changelog_of else progress.capture_done_s,
         "sink_query_started_s": query_at - started_wall if query_at else None,
         "first_sink_commit_s": progress.first_sink_commit_s,
+        "sink_committed_offsets_at_capture_done": (
+            None if changelog_of else progress.sink_committed_at_capture_done),
         "changelog_ends": progress.ends,
         "sink_topic": {"topic": topics["sink"], **summary},
         "sink_batches": batches,
@@ -486,6 +528,11 @@ def run_throughput(
         "exit_codes": codes,
         "timeline": progress.timeline,
     }
+    if not changelog_of and progress.capture_done_s is not None:
+        run["sink_done_after_capture_s"] = seconds - progress.capture_done_s
+    at_done, ends = progress.sink_committed_at_capture_done, progress.ends
+    if not changelog_of and at_done is not None and ends:
+        run["sink_share_done_at_capture_done"] = at_done / sum(ends.values())
     if run["sink_query_started_s"] is not None and seconds > run["sink_query_started_s"]:
         run["rows_per_s_after_sink_start"] = want / (seconds - run["sink_query_started_s"])
     log.info("  %s %s: %.1f s, %.0f rows/s (capture done %s s, sink query at %s s, "
@@ -519,7 +566,9 @@ class LatencyConsumer(threading.Thread):
             self.error = exc
 
     def _run(self) -> None:
-        consumer = _consumer(self.bootstrap, **{"fetch.wait.max.ms": 5,
+        # fetch.min.bytes 1 (default): a fetch returns as soon as a commit makes rows
+        # visible; the short max wait bounds the error should the broker not wake it then
+        consumer = _consumer(self.bootstrap, **{"fetch.wait.max.ms": 20,
                                                 "fetch.error.backoff.ms": 5})
         try:
             while not self.stop.is_set():
@@ -534,21 +583,22 @@ class LatencyConsumer(threading.Thread):
                              for p in info.partitions])
             seen = self.seen
             while not self.stop.is_set():
-                msgs = consumer.consume(1000, 0.05)
+                # poll returns each message as soon as it is there (consume(n, timeout)
+                # would hold the first ones until n arrived or the timeout passed)
+                msg = consumer.poll(0.05)
+                if msg is None or msg.error() is not None or msg.value() is None:
+                    continue
                 now = time.time()
-                for msg in msgs:
-                    if msg.error() is not None or msg.value() is None:
-                        continue
-                    note = orjson.loads(msg.value()).get("note") or ""
-                    if note.startswith("lat "):
-                        seen.append((int(note[4:]), now))
+                note = orjson.loads(msg.value()).get("note") or ""
+                if note.startswith("lat "):
+                    seen.append((int(note[4:]), now))
         finally:
             consumer.close()
 
 
 @dataclass
 class Writer:
-    """Inserts and updates ``bench.orders`` rows at a paced rate: transactions of
+    """Inserts and updates ``bench.latency`` rows at a paced rate: transactions of
     ``rows_per_tx`` rows, alternately an INSERT of new ids and an UPDATE of the rows the
     previous INSERT wrote; each row's ``note`` names its transaction, whose commit time
     (taken when COMMIT returns) is recorded."""
@@ -564,7 +614,7 @@ class Writer:
         conn = mysql_conn(self.svc.admin)
         conn.autocommit(False)
         interval = self.rows_per_tx / self.rate
-        next_id = LATENCY_ID_BASE + 1
+        next_id = 1
         last_ids: list[int] = []
         try:
             with conn.cursor() as cur:
@@ -589,11 +639,11 @@ class Writer:
                             f"{i % 128},'{{\"sku\":\"SKU-{i % 9973}\",\"qty\":1}}')"
                             for i in ids
                         )
-                        rows = cur.execute(f"INSERT INTO {DB}.{TABLE} VALUES {values}")
+                        rows = cur.execute(f"INSERT INTO {DB}.{LATENCY_TABLE} VALUES {values}")
                         last_ids = ids
                     else:
                         rows = cur.execute(
-                            f"UPDATE {DB}.{TABLE} SET status = 'paid', amount = amount + 1,"
+                            f"UPDATE {DB}.{LATENCY_TABLE} SET status = 'paid', amount = amount + 1,"
                             f" note = '{note}', updated_at = NOW(3)"
                             f" WHERE id BETWEEN {last_ids[0]} AND {last_ids[-1]}"
                         )
@@ -604,10 +654,13 @@ class Writer:
             conn.close()
 
 
-def _gtid_now(svc: Services) -> str:
+def _fresh_latency_table(svc: Services) -> str:
+    """(Re)create ``bench.latency`` like ``bench.orders``; the GTID after that DDL."""
     conn = mysql_conn(svc.admin)
     try:
         with conn.cursor() as cur:
+            cur.execute(f"DROP TABLE IF EXISTS {DB}.{LATENCY_TABLE}")
+            cur.execute(f"CREATE TABLE {DB}.{LATENCY_TABLE} LIKE {DB}.{TABLE}")
             cur.execute("SELECT @@GLOBAL.gtid_binlog_pos")
             return str(cur.fetchone()[0] or "")
     finally:
@@ -632,9 +685,9 @@ def run_latency(
     topics = _topics(name)
     config = workdir / f"{name}.yaml"
     config.write_text(pipeline_yaml(
-        svc, name, server_id, workdir / name, gtid=_gtid_now(svc), guarantee="exactly-once",
-        sink_topic=topics["sink"], trigger=st.latency_trigger, max_offsets=None,
-        capture_interval=st.latency_capture_interval,
+        svc, name, server_id, workdir / name, gtid=_fresh_latency_table(svc),
+        guarantee="exactly-once", sink_topic=topics["sink"], trigger=st.latency_trigger,
+        max_offsets=None, capture_interval=st.latency_capture_interval, table=LATENCY_TABLE,
     ))  # fmt: skip
     stages = [Stage.start(c, config, workdir) for c in ("capture", "sink")]
     consumer = LatencyConsumer(svc.bootstrap, topics["sink"])
@@ -750,12 +803,19 @@ def measures_of(runs: list[dict[str, Any]]) -> list[Measure]:
                 note="process start -> 'sink query started' log line"),
         Measure("e2e exactly-once: first sink batch", "s",
                 samples(eo, "sink_batches", "first_batch_start_s")),
+        Measure("e2e exactly-once: sink share done when capture done", "%",
+                samples(eo, "sink_share_done_at_capture_done", scale=0.01), digits=0,
+                note="sink group's committed offsets / changelog end, when capture finished"),
+        Measure("e2e exactly-once: sink done after capture", "s",
+                samples(eo, "sink_done_after_capture_s"),
+                note="wall time - capture done: how far the sink trails capture"),
         Measure("e2e exactly-once: batches", "count", samples(eo, "sink_batches", "batches"),
                 digits=0),
         Measure("sink alone wall time", "s", samples(alone, "seconds")),
         Measure("sink alone: first batch starts", "s",
                 samples(alone, "sink_batches", "first_batch_start_s")),
-        Measure("sink alone: batches", "count", samples(alone, "sink_batches", "batches"), digits=0),
+        Measure("sink alone: batches", "count", samples(alone, "sink_batches", "batches"),
+                digits=0),
         Measure("sink topic messages, exactly-once", "count",
                 samples(eo, "sink_topic", "messages"), digits=0),
         Measure("sink topic messages, at-least-once", "count",
@@ -765,7 +825,7 @@ def measures_of(runs: list[dict[str, Any]]) -> list[Measure]:
     ]
     for part, label in ((eo, "e2e exactly-once"), (alone, "sink alone")):
         roles = ("capture", "sink driver (python)", "sink JVM", "sink python workers",
-                 "kafka", "mariadbd", "machine busy")
+                 "kafka", "mariadbd", "benchmark process", "machine busy")
         for role in roles:
             values = samples(part, "cpu_s", role)
             if values:
@@ -779,10 +839,10 @@ def measures_of(runs: list[dict[str, Any]]) -> list[Measure]:
                 digits=0),
     ]
     for role in ("capture", "sink driver (python)", "sink JVM", "sink python workers", "kafka",
-                 "mariadbd", "machine busy"):
-        values = [r["latency"]["cpu_s_measured_phase"][role] / r["latency"]["measured_seconds"]
-                  * 100 for r in runs if role in r.get("latency", {}).get(
-                      "cpu_s_measured_phase", {})]
+                 "mariadbd", "benchmark process", "machine busy"):
+        phases = [r["latency"]["cpu_s_measured_phase"] for r in runs
+                  if "cpu_s_measured_phase" in r.get("latency", {})]
+        values = [cpu[role] / cpu["wall"] * 100 for cpu in phases if role in cpu]
         if values:
             out.append(Measure(f"latency run CPU: {role}", "% of 1 CPU", values, digits=0))
     return [m for m in out if m.samples]
@@ -863,6 +923,7 @@ def main(argv: list[str] | None = None) -> int:
     machine = machine_info()
     run_id = secrets.token_hex(3)
     runs: list[dict[str, Any]] = []
+    errors: list[str] = []
     sweep_runs: list[dict[str, Any]] = []
     names: list[str] = []
     wl: Workload | None = None
@@ -881,46 +942,58 @@ def main(argv: list[str] | None = None) -> int:
             wl = make_workload(svc, args.rows)
             log.info("workload: %d row changes, %s -> %s", wl.changes, wl.gtid_before,
                      wl.gtid_after)
-            for n in range(args.repeat):
-                run: dict[str, Any] = {"repeat": n + 1}
+            runs = [{"repeat": n + 1} for n in range(args.repeat)]
+
+            def attempt(run: dict[str, Any], key: str, what: str, measure: Any) -> None:
+                """One measure; a failure is recorded (and makes the exit code 1), the
+                other measures still run."""
+                log.info("repeat %d/%d: %s", run["repeat"], args.repeat, what)
+                try:
+                    run[key] = measure()
+                except Exception as exc:  # reported, and the run goes on
+                    log.exception("%s failed", what)
+                    errors.append(f"repeat {run['repeat']}: {what}: {exc}")
+                    run[key] = {"error": str(exc)}
+
+            # Throughput first, every repeat over the same binlog; the latency runs write
+            # more rows (into their own table) afterwards.
+            for n, run in enumerate(runs):
                 tag = f"pb-{run_id}-{n + 1}"
                 server_id = 5600 + 10 * n
+                eo, alo, alone = f"{tag}-eo", f"{tag}-alo", f"{tag}-sink"
                 if "eo" in only:
-                    name = f"{tag}-eo"
-                    names.append(name)
-                    log.info("repeat %d/%d: end-to-end, exactly-once", n + 1, args.repeat)
-                    run["e2e_exactly_once"] = run_throughput(
-                        svc, wl, name, server_id, workdir, st, "exactly-once", args.timeout)
+                    names.append(eo)
+                    attempt(run, "e2e_exactly_once", "end-to-end, exactly-once",
+                            partial(run_throughput, svc, wl, eo, server_id, workdir, st,
+                                    "exactly-once", args.timeout))
                 if "alo" in only:
-                    name = f"{tag}-alo"
-                    names.append(name)
-                    log.info("repeat %d/%d: end-to-end, at-least-once", n + 1, args.repeat)
-                    run["e2e_at_least_once"] = run_throughput(
-                        svc, wl, name, server_id + 1, workdir, st, "at-least-once",
-                        args.timeout)
+                    names.append(alo)
+                    attempt(run, "e2e_at_least_once", "end-to-end, at-least-once",
+                            partial(run_throughput, svc, wl, alo, server_id + 1, workdir, st,
+                                    "at-least-once", args.timeout))
+                if "error" in run.get("e2e_exactly_once", {"error": "not run"}):
+                    continue  # the sink-alone runs read its changelog
                 if "sink" in only:
-                    name = f"{tag}-sink"
+                    names.append(alone)
+                    attempt(run, "sink_alone", "sink alone (exactly-once)",
+                            partial(run_throughput, svc, wl, alone, server_id + 2, workdir, st,
+                                    "exactly-once", args.timeout, changelog_of=eo))
+                for value in sweep if n == 0 else []:
+                    name = f"{tag}-sweep{value}"
                     names.append(name)
-                    log.info("repeat %d/%d: sink alone (exactly-once)", n + 1, args.repeat)
-                    run["sink_alone"] = run_throughput(
-                        svc, wl, name, server_id + 2, workdir, st, "exactly-once",
-                        args.timeout, changelog_of=f"{tag}-eo")
-                if n == 0 and sweep and "eo" in only:
-                    for value in sweep:
-                        name = f"{tag}-sweep{value}"
-                        names.append(name)
-                        log.info("sweep: sink alone, max-offsets-per-trigger %s",
-                                 value or "unlimited")
-                        sweep_runs.append(run_throughput(
-                            svc, wl, name, server_id + 3, workdir, st, "exactly-once",
-                            args.timeout, changelog_of=f"{tag}-eo", max_offsets=value))
-                if "latency" in only:
-                    name = f"{tag}-lat"
-                    names.append(name)
-                    log.info("repeat %d/%d: latency at %.0f rows/s", n + 1, args.repeat,
-                             st.latency_rate)
-                    run["latency"] = run_latency(svc, name, server_id + 4, workdir, st)
-                runs.append(run)
+                    holder: dict[str, Any] = {"repeat": run["repeat"]}
+                    attempt(holder, "sweep", f"sweep: sink alone, max-offsets-per-trigger "
+                            f"{value or 'unlimited'}",
+                            partial(run_throughput, svc, wl, name, server_id + 3, workdir, st,
+                                    "exactly-once", args.timeout, changelog_of=eo,
+                                    max_offsets=value))
+                    if "error" not in holder["sweep"]:
+                        sweep_runs.append(holder["sweep"])
+            for n, run in enumerate(runs if "latency" in only else []):
+                name = f"pb-{run_id}-{n + 1}-lat"
+                names.append(name)
+                attempt(run, "latency", f"latency at {st.latency_rate:.0f} rows/s",
+                        partial(run_latency, svc, name, 5600 + 10 * n + 4, workdir, st))
         finally:
             if args.kafka_bootstrap and not args.keep_topics:
                 delete_topics(svc.bootstrap, [t for n in names for k, t in _topics(n).items()
@@ -963,10 +1036,13 @@ def main(argv: list[str] | None = None) -> int:
         "results": {m.name: m.as_json(ratio_of[m.name]) for m in measures},
         "runs": runs,
         "sweep": sweep_runs,
+        "errors": errors,
         "total_wall_s": total,
     })
     print(f"wrote {args.out}")
-    return 0
+    for error in errors:
+        print(f"FAILED: {error}")
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":

@@ -84,6 +84,7 @@ def close_clients() -> None:
     while _groups:
         _groups.popitem()[1].close()
     _topics.clear()
+    _producers.clear()
 
 
 atexit.register(close_clients)
