@@ -26,6 +26,32 @@ def _raise(exc: KafkaException, what: str, transactional_id: str) -> None:
     raise SinkError(f"Kafka failed while {what}: {err}") from exc
 
 
+def _message(
+    key: bytes | None,
+    value: bytes | None,
+    headers: list[tuple[str, bytes]] | None,
+    timestamp_ms: int | None,
+    **extra: Any,
+) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"key": key, "value": value}
+    kwargs.update({k: v for k, v in extra.items() if v is not None})
+    if headers:
+        kwargs["headers"] = headers
+    if timestamp_ms:
+        kwargs["timestamp"] = timestamp_ms
+    return kwargs
+
+
+def _produce(producer: Producer, topic: str, kwargs: dict[str, Any]) -> None:
+    """Produce, serving delivery reports while the local queue is full."""
+    while True:
+        try:
+            producer.produce(topic, **kwargs)
+            return
+        except BufferError:
+            producer.poll(0.05)
+
+
 class TransactionalProducer:
     """One Kafka transactional producer.
 
@@ -75,22 +101,11 @@ class TransactionalProducer:
         headers: list[tuple[str, bytes]] | None = None,
         timestamp_ms: int | None = None,
     ) -> None:
-        kwargs: dict[str, Any] = {"key": key, "value": value}
-        if partition is not None:
-            kwargs["partition"] = partition
-        if headers:
-            kwargs["headers"] = headers
-        if timestamp_ms:
-            kwargs["timestamp"] = timestamp_ms
-        while True:
-            try:
-                self._producer.produce(topic, **kwargs)
-                return
-            except BufferError:
-                # Local queue full: serve delivery reports until there is room.
-                self._producer.poll(0.05)
-            except KafkaException as exc:
-                _raise(exc, f"producing to {topic}", self.transactional_id)
+        try:
+            _produce(self._producer, topic, _message(key, value, headers, timestamp_ms,
+                                                     partition=partition))
+        except KafkaException as exc:
+            _raise(exc, f"producing to {topic}", self.transactional_id)
 
     def send_offsets(self, offsets: list[Any], group_metadata: Any) -> None:
         try:
@@ -162,19 +177,11 @@ class PlainProducer:
         headers: list[tuple[str, bytes]] | None = None,
         timestamp_ms: int | None = None,
     ) -> None:
-        kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": self._report}
-        if headers:
-            kwargs["headers"] = headers
-        if timestamp_ms:
-            kwargs["timestamp"] = timestamp_ms
-        while True:
-            try:
-                self._producer.produce(topic, **kwargs)
-                return
-            except BufferError:
-                self._producer.poll(0.05)
-            except KafkaException as exc:
-                raise SinkError(f"Kafka failed while producing to {topic}: {exc}") from exc
+        try:
+            _produce(self._producer, topic, _message(key, value, headers, timestamp_ms,
+                                                     on_delivery=self._report))
+        except KafkaException as exc:
+            raise SinkError(f"Kafka failed while producing to {topic}: {exc}") from exc
 
     def flush(self, timeout_s: float = 60.0) -> None:
         left = self._producer.flush(timeout_s)
