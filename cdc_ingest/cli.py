@@ -132,6 +132,15 @@ def status(config_path: Path, as_json: bool) -> None:
             click.echo(line)
 
 
+@cli.command()
+@click.option("--no-wait", is_flag=True, help="stop after showing the results")
+def demo(no_wait: bool) -> None:
+    """The quick start: local MariaDB and Kafka, a sample shop, the pipeline, live changes."""
+    from cdc_ingest.demo import main as demo_main
+
+    demo_main(["--no-wait"] if no_wait else [])
+
+
 def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what cdc-ingest needs on a Debian 12 machine, only what is missing (safe to run
+# again): Debian's MariaDB server and client, a JDK and Maven; the package with its test
+# extras; Kafka's jars and Spark's Kafka connector from Maven Central into .cache/.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PYTHON="${PYTHON:-python3}"
+export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
+
+missing=()
+[ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server)
+command -v mariadb >/dev/null || missing+=(mariadb-client)
+command -v java >/dev/null || missing+=(default-jdk-headless)
+command -v mvn >/dev/null || missing+=(maven)
+if [ "${#missing[@]}" -gt 0 ]; then
+  sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  echo "setup: installing Debian packages: ${missing[*]}" >&2
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+echo "setup: pip install -e '.[test]'" >&2
+"$PYTHON" -m pip install -q -e '.[test]'
+
+echo "setup: Kafka jars" >&2
+"$PYTHON" -m cdc_ingest.services fetch kafka >/dev/null
+
+echo "setup: Spark Kafka connector jars" >&2
+"$PYTHON" -m cdc_ingest.sink.spark fetch >/dev/null
