@@ -54,7 +54,7 @@ def capture_options(defn: PipelineDef) -> CaptureOptions:
         max_interval_s=s.capture_transaction_max_interval.total_seconds(),
         heartbeat_s=max(s.heartbeat_interval.total_seconds(), 0.1),
         connect_retries=s.connect_max_retries,
-        replication_factor=defn.sink.topic_replication_factor or 1,
+        replication_factor=defn.sink.topic_replication_factor or -1,  # -1: broker default
         tinyint1_as_boolean=s.treat_tinyint1_as_boolean_enabled,
         transactional_id_prefix=defn.transactional_id_prefix,
         metrics_port=p.metrics_port + 1 if p.metrics_port else None,

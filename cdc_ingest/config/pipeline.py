@@ -29,22 +29,32 @@ def _given(data: dict[str, Any], name: str, alias: str) -> bool:
 class PipelineOptions(ConfigModel):
     """Settings of the pipeline as a whole. Names derived from ``name`` keep pipelines apart."""
 
-    name: SafeId = Field(DEFAULT_NAME, description="pipeline id: letters, digits, '.', '_', '-'")
-    parallelism: int = Field(1, ge=1, description="changelog topic partitions = Spark tasks")
-    route_mode: Mode = Field(RouteMode.ALL_MATCH, alias="route-mode")
+    name: SafeId = Field(DEFAULT_NAME, description="pipeline id (letters, digits, '.', '_', '-'); "
+                        "names its topics and transactional ids")
+    parallelism: int = Field(1, ge=1, description="partitions of the changelog topic "
+                             "(= Spark sink tasks)")
+    route_mode: Mode = Field(RouteMode.ALL_MATCH, alias="route-mode",
+                             description="`ALL_MATCH` (a table goes to every route it matches) "
+                             "or `FIRST_MATCH` (only to the first)")
     state_dir: Path = Field(alias="state.dir",
-                            description="local state; default ./.cdc-ingest/<name>")
+                            description="local state directory of the pipeline")
     checkpoint_dir: str = Field(alias="checkpoint.dir",
-                                description="Spark checkpoint location (path or URI); "
-                                "default <state.dir>/checkpoint")
-    metrics_port: int | None = Field(None, alias="metrics.port", ge=1, le=65535)
+                                description="Spark checkpoint (path or URI); losing it "
+                                "costs time, not duplicates")
+    metrics_port: int | None = Field(None, alias="metrics.port", ge=1, le=65535,
+                                     description="port of the sink's Prometheus `/metrics`; "
+                                     "capture serves on port + 1")
     trigger_interval: Duration = Field(timedelta(seconds=1), alias="trigger.interval",
                                        description="Spark micro-batch interval; 0 = back to back")
-    max_offsets_per_trigger: int | None = Field(None, alias="max-offsets-per-trigger", ge=1)
+    max_offsets_per_trigger: int | None = Field(
+        None, alias="max-offsets-per-trigger", ge=1,
+        description="most changelog records per micro-batch")
     changelog_topic: KafkaTopic = Field(alias="changelog.topic",
-                                        description="default cdc-ingest.<name>.changelog")
+                                        description="internal topic: captured changes, "
+                                        "capture -> sink")
     offsets_topic: KafkaTopic = Field(alias="offsets.topic",
-                                      description="default cdc-ingest.<name>.offsets")
+                                      description="internal topic: the binlog position "
+                                      "capture committed")
 
     @model_validator(mode="before")
     @classmethod
@@ -71,11 +81,14 @@ class RouteDef(ConfigModel):
     """One route rule (Flink CDC ``route:`` entry): tables matching source-table go to a topic."""
 
     source_table: str = Field(alias="source-table", examples=["app.order_[0-9]+"],
-                              description="table selector, same syntax as source.tables")
+                              description="table selector of the tables this rule "
+                              "routes, same syntax as source.tables")
     sink_table: str = Field(alias="sink-table", examples=["orders"],
-                            description="topic name; may use $1 groups or the replace-symbol")
+                            description="topic name; may use `$1` groups of the "
+                            "source-table regex or the replace-symbol")
     replace_symbol: str | None = Field(None, alias="replace-symbol",
-                                       description="placeholder in sink-table for the table name")
+                                       description="placeholder in sink-table that "
+                                       "becomes the source table name (e.g. `<>`)")
     description: str | None = Field(None, description="free text for people")
 
     @field_validator("source_table")

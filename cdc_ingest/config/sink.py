@@ -86,31 +86,52 @@ class UpsertKafkaSinkDef(ConfigModel):
 
     accepts_properties: ClassVar[bool] = True  # for the "supported options" list in error messages
 
-    type: Literal["upsert-kafka"] = Field(examples=["upsert-kafka"])
+    type: Literal["upsert-kafka"] = Field(description="the sink kind; only upsert-kafka",
+                                         examples=["upsert-kafka"])
     name: str | None = Field(None, description="a display name for logs")
     properties: Properties = Field(
-        MaskedDict(), description="Kafka client settings, 'properties.' stripped; "
-        "secret values are masked in repr")
+        MaskedDict(), description="passed to the Kafka clients with the prefix removed; "
+        "`properties.bootstrap.servers` is required; TLS/SASL settings go here; secret values "
+        "are masked in repr. Two clients read them: librdkafka (capture, the sink's writers) "
+        "and the Java client in Spark's Kafka source. Where their names differ, give both "
+        "(`ssl.ca.location` and `ssl.truststore.location`, `sasl.username`/`sasl.password` and "
+        "`sasl.jaas.config`); each client skips the other's")
     sink_delivery_guarantee: Delivery = Field(
-        DeliveryGuarantee.AT_LEAST_ONCE, alias="sink.delivery-guarantee")
+        DeliveryGuarantee.AT_LEAST_ONCE, alias="sink.delivery-guarantee",
+        description="`none` (acks=1, errors logged), `at-least-once` (idempotent producer, "
+        "flush, then commit offsets), `exactly-once` (per-partition transactions carrying the "
+        "consumed offsets); capture is always transactional")
     sink_add_table_id_to_header_enabled: bool = Field(
         False, alias="sink.add-tableId-to-header-enabled",
-        description="add namespace, schemaName and tableName headers")
-    sink_buffer_flush_max_rows: int = Field(0, alias="sink.buffer-flush.max-rows", ge=0,
-                                            description="rows buffered per key; 0 disables")
+        description="add `namespace`/`schemaName`/`tableName` headers to each record")
+    sink_buffer_flush_max_rows: int = Field(
+        0, alias="sink.buffer-flush.max-rows", ge=0,
+        description="with sink.buffer-flush.interval: keep only the last record per key "
+        "within a flush of up to this many rows; 0 disables (both or neither)")
     sink_buffer_flush_interval: Duration = Field(
-        timedelta(0), alias="sink.buffer-flush.interval", description="0 disables buffering")
-    value_fields_include: FieldsInclude = Field(ValueFieldsInclude.ALL,
-                                                alias="value.fields-include")
-    key_format: KafkaFormat = Field("json", alias="key.format")
-    value_format: KafkaFormat = Field("json", alias="value.format")
+        timedelta(0), alias="sink.buffer-flush.interval",
+        description="with sink.buffer-flush.max-rows: flush the buffer at least this often; "
+        "0 disables (both or neither)")
+    value_fields_include: FieldsInclude = Field(
+        ValueFieldsInclude.ALL, alias="value.fields-include",
+        description="`ALL` (the value holds every column) or `EXCEPT_KEY` (the key columns "
+        "only in the key)")
+    key_format: KafkaFormat = Field("json", alias="key.format",
+                                    description="format of the record keys; only json")
+    value_format: KafkaFormat = Field("json", alias="value.format",
+                                      description="format of the record values; only json")
     # Our own options: used when cdc-ingest creates a missing sink topic; unset means the
     # broker's defaults (num.partitions, default.replication.factor).
-    topic_partitions: int | None = Field(None, alias="topic.partitions", ge=1)
-    topic_replication_factor: int | None = Field(None, alias="topic.replication-factor", ge=1)
+    topic_partitions: int | None = Field(
+        None, alias="topic.partitions", ge=1,
+        description="partitions of the sink topics cdc-ingest creates")
+    topic_replication_factor: int | None = Field(
+        None, alias="topic.replication-factor", ge=1,
+        description="replication factor of the topics cdc-ingest creates")
     sink_transactional_id_prefix: SafeId | None = Field(
         None, alias="sink.transactional-id-prefix",
-        description="prefix of the Kafka transactional ids; default cdc-ingest.<pipeline name>")
+        description="prefix of every Kafka transactional id (capture: `<prefix>.capture`, "
+        "sink: `<prefix>.sink.<partition>`)")
 
     @model_validator(mode="before")
     @classmethod

@@ -36,51 +36,89 @@ class MySqlSourceDef(ConfigModel):
 
     type: Literal["mysql"] = Field(description="the source kind; only mysql", examples=["mysql"])
     name: str | None = Field(None, description="a display name for logs")
-    hostname: str = Field(description="MySQL host name or IP", examples=["db.example.com"])
-    port: int = Field(3306, ge=1, le=65535, description="MySQL port")
-    username: str = Field(description="a user with REPLICATION SLAVE, REPLICATION CLIENT, "
-                          "SELECT", examples=["cdc"])
-    password: SecretStr = Field(description="that user's password",
+    hostname: str = Field(description="the MySQL / MariaDB server: host name or IP",
+                          examples=["db.example.com"])
+    port: int = Field(3306, ge=1, le=65535, description="the MySQL / MariaDB server's port")
+    username: str = Field(description="a user with REPLICATION SLAVE, REPLICATION CLIENT "
+                          "(MariaDB: BINLOG MONITOR) and SELECT", examples=["cdc"])
+    password: SecretStr = Field(description="that user's password; never shown in logs, "
+                                "errors or repr",
                                 examples=["${MYSQL_PASSWORD}"])
-    tables: Tables = Field(description="table selector, e.g. shop.\\.*, app.order_[0-9]+",
+    tables: Tables = Field(description="table selector: comma-separated "
+                           "`<db-regex>.<table-regex>`; the unescaped `.` separates database "
+                           "and table, `\\.` is the regex \"any character\" (`shop.\\.*`, "
+                           "`app.order_[0-9]+`)",
                            examples=["shop.\\.*"])
     tables_exclude: ExcludedTables | None = Field(
-        None, alias="tables.exclude", description="tables to leave out, same syntax as tables")
+        None, alias="tables.exclude", description="tables to leave out, same syntax as `tables`")
     # Our own option (Flink CDC has no equivalent): key columns for tables without a primary
     # key, as selector -> "col1,col2". The first entry (in YAML order) that matches wins.
     tables_key_columns: KeyColumns = Field(
         FrozenDict(), alias="tables.key-columns",
-        description="mapping of table selector to key columns, e.g. app.audit_log: id,ts")
+        description="mapping `selector: col1,col2` giving key columns to tables "
+        "without a primary key (our option); the first matching entry wins")
     server_id: ServerId = Field(alias="server-id", examples=["5400"],
-                                description="replica server id or range, e.g. 5400-5404")
+                                description="replica server id or range (`5400-5404`); unique "
+                                "among the server's replicas")
     server_time_zone: TimeZone = Field("UTC", alias="server-time-zone",
-                                       description="the server's session time zone")
+                                       description="the server's session time zone (an IANA "
+                                       "name such as `Asia/Shanghai`, or `+08:00`)")
     scan_startup_mode: StartupModeOption = Field(
         StartupMode.INITIAL, alias="scan.startup.mode",
-        description="where capture starts: initial = snapshot, then the binlog")
-    scan_startup_specific_offset_file: str | None = Field(None, alias=_OFFSET + "file")
-    scan_startup_specific_offset_pos: int | None = Field(None, alias=_OFFSET + "pos", ge=0)
-    scan_startup_specific_offset_gtid_set: str | None = Field(None, alias=_OFFSET + "gtid-set")
-    scan_startup_specific_offset_skip_events: int = Field(0, alias=_OFFSET + "skip-events", ge=0)
-    scan_startup_specific_offset_skip_rows: int = Field(0, alias=_OFFSET + "skip-rows", ge=0)
+        description="where capture starts on its first start: `initial` (snapshot of the "
+        "existing rows, then the binlog with no gap and no duplicate), `snapshot` (snapshot "
+        "only, then exit 0), `latest-offset`, `earliest-offset`, `specific-offset`, `timestamp`")
+    scan_startup_specific_offset_file: str | None = Field(
+        None, alias=_OFFSET + "file",
+        description="with `specific-offset`: start at this binlog file (with `.pos`)")
+    scan_startup_specific_offset_pos: int | None = Field(
+        None, alias=_OFFSET + "pos", ge=0,
+        description="with `specific-offset`: the position in that binlog file (an event "
+        "boundary)")
+    scan_startup_specific_offset_gtid_set: str | None = Field(
+        None, alias=_OFFSET + "gtid-set",
+        description="with `specific-offset`: start after this GTID set (MariaDB `0-1-122`, "
+        "MySQL `uuid:1-122`)")
+    scan_startup_specific_offset_skip_events: int = Field(
+        0, alias=_OFFSET + "skip-events", ge=0,
+        description="Flink CDC's events to skip after the start position; accepted for "
+        "compatibility, capture skips by `skip-rows`")
+    scan_startup_specific_offset_skip_rows: int = Field(
+        0, alias=_OFFSET + "skip-rows", ge=0,
+        description="with a GTID set: rows of the first transaction already captured")
     scan_startup_timestamp_millis: int | None = Field(
-        None, alias="scan.startup.timestamp-millis", ge=0, description="epoch milliseconds")
+        None, alias="scan.startup.timestamp-millis", ge=0,
+        description="with `timestamp`: start at the first transaction at or after this time "
+        "(epoch milliseconds)")
     heartbeat_interval: Duration = Field(timedelta(seconds=30), alias="heartbeat.interval",
-                                         description="a duration; 0 disables heartbeats")
-    connect_timeout: PositiveDuration = Field(timedelta(seconds=30), alias="connect.timeout")
-    connect_max_retries: int = Field(3, alias="connect.max-retries", ge=0)
+                                         description="how often the committed position "
+                                         "advances while nothing captured changes; 0 "
+                                         "disables heartbeats")
+    connect_timeout: PositiveDuration = Field(
+        timedelta(seconds=30), alias="connect.timeout",
+        description="how long connecting to MySQL may take")
+    connect_max_retries: int = Field(3, alias="connect.max-retries", ge=0,
+                                     description="retries of a failed connection to MySQL")
     scan_incremental_snapshot_chunk_size: int = Field(
-        8096, alias="scan.incremental.snapshot.chunk.size", ge=1, description="rows per chunk")
-    scan_snapshot_fetch_size: int = Field(1024, alias="scan.snapshot.fetch.size", ge=1)
+        8096, alias="scan.incremental.snapshot.chunk.size", ge=1,
+        description="primary-key rows per snapshot chunk (one Kafka transaction each)")
+    scan_snapshot_fetch_size: int = Field(
+        1024, alias="scan.snapshot.fetch.size", ge=1,
+        description="rows fetched per round trip while a chunk streams")
     scan_incremental_snapshot_parallelism: int | None = Field(
         None, alias="scan.incremental.snapshot.parallelism", ge=1,
-        description="chunk readers running at once; each needs its own server id")
+        description="snapshot chunks read at once; reader *i* replicates as server-id + 1 + *i* "
+        "(or the next ids of a `server-id` range)")
     treat_tinyint1_as_boolean_enabled: bool = Field(
-        True, alias="treat-tinyint1-as-boolean.enabled")
+        True, alias="treat-tinyint1-as-boolean.enabled",
+        description="TINYINT(1) as JSON boolean")
     # Our own options: how much of the binlog one Kafka transaction of the capture may hold.
-    capture_transaction_max_rows: int = Field(5000, alias="capture.transaction.max-rows", ge=1)
+    capture_transaction_max_rows: int = Field(
+        5000, alias="capture.transaction.max-rows", ge=1,
+        description="rows per Kafka transaction of the changelog (our option)")
     capture_transaction_max_interval: PositiveDuration = Field(
-        timedelta(seconds=1), alias="capture.transaction.max-interval")
+        timedelta(seconds=1), alias="capture.transaction.max-interval",
+        description="longest a Kafka transaction of the changelog stays open (our option)")
 
     @property
     def server_id_first(self) -> int:

@@ -1,0 +1,153 @@
+"""The Markdown configuration reference, generated from the models.
+
+Every option of every block is listed with its YAML name, default and meaning (the field's
+``description``), so the reference cannot drift from what ``validate`` accepts::
+
+    python -m cdc_ingest.config.reference > docs/configuration.md
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import timedelta
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from cdc_ingest.config.durations import format_duration
+from cdc_ingest.config.pipeline import PipelineOptions, RouteDef
+from cdc_ingest.config.problems import PASS_THROUGH_PREFIX
+from cdc_ingest.config.sink import UpsertKafkaSinkDef
+from cdc_ingest.config.source import MySqlSourceDef
+
+COMMAND = "python -m cdc_ingest.config.reference > docs/configuration.md"
+
+_INTRO = """\
+# Pipeline configuration
+
+<!-- Generated from the models in cdc_ingest/config by
+     python -m cdc_ingest.config.reference > docs/configuration.md
+     Edit the field descriptions there, not this file. -->
+
+A pipeline is one YAML file with four blocks, in the Flink CDC YAML pipeline vocabulary
+(option names as in the Flink CDC MySQL source and the upsert-kafka data ingestion sink).
+`cdc-ingest validate --config FILE` reports every problem at once, each with its YAML path
+and the fix; unknown options are rejected with the list of supported ones (except the
+`properties.*` pass-through). Ready pipelines to copy are in `routes/`.
+
+Values: `${VAR}` / `${VAR:-default}` come from the environment, `${file:/run/secrets/x}`
+reads a secret file (relative paths start at the YAML file's folder), `$${X}` is a literal.
+Durations: `500ms`, `30s`, `5min`, `1h`; a bare number is milliseconds.
+Secrets (`password`, and `properties.*` whose name says password/secret/jaas/token/...) never
+appear in logs, errors or `repr`.
+
+Kafka TLS/SASL settings go in `properties.*`, and two clients read them: librdkafka (capture,
+the sink's writers) and the Java client in Spark's Kafka source. Each takes its own spelling:
+where the names differ, give both (`ssl.ca.location` and `ssl.truststore.location`,
+`sasl.username`/`sasl.password` and `sasl.jaas.config`); each client skips the other's.
+"""
+
+_SOURCE_NOTE = """\
+The startup mode applies to the first start only: afterwards capture resumes from the
+position it committed in `cdc-ingest.<pipeline>.offsets`.
+"""
+
+_ROUTE_NOTE = """\
+`route:` is a list of rules. Several matching routes fan out (a table is written to each)
+unless `pipeline.route-mode: FIRST_MATCH`; a table no route matches goes to `<db>.<table>`.
+"""
+
+# Defaults that are computed, or whose "unset" has a meaning of its own, in words.
+_DEFAULTS: dict[type[BaseModel], dict[str, str]] = {
+    MySqlSourceDef: {
+        "scan.incremental.snapshot.parallelism": "`pipeline.parallelism`",
+        "name": "none",
+        "tables.exclude": "none",
+        "tables.key-columns": "none",
+    },
+    UpsertKafkaSinkDef: {
+        "name": "none",
+        "topic.partitions": "broker default",
+        "topic.replication-factor": "broker default",
+        "sink.transactional-id-prefix": "`cdc-ingest.<pipeline name>`",
+    },
+    RouteDef: {},
+    PipelineOptions: {
+        "state.dir": "`./.cdc-ingest/<name>`, from `name`",
+        "checkpoint.dir": "`<state.dir>/checkpoint`",
+        "changelog.topic": "`cdc-ingest.<name>.changelog`, from `name`",
+        "offsets.topic": "`cdc-ingest.<name>.offsets`, from `name`",
+        "metrics.port": "off",
+        "max-offsets-per-trigger": "unlimited",
+    },
+}
+
+_BLOCKS: tuple[tuple[str, type[BaseModel], str], ...] = (
+    ("source (type: mysql)", MySqlSourceDef, _SOURCE_NOTE),
+    ("sink (type: upsert-kafka)", UpsertKafkaSinkDef, ""),
+    ("route (list)", RouteDef, _ROUTE_NOTE),
+    ("pipeline", PipelineOptions, ""),
+)
+
+
+def option_name(name: str, info: FieldInfo) -> str:
+    """The YAML name of a field (``properties`` is the ``properties.*`` pass-through)."""
+    if name == "properties":
+        return PASS_THROUGH_PREFIX + "*"
+    return info.alias or name
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Enum):
+        return str(value.value)
+    if isinstance(value, timedelta):
+        return format_duration(value) if value else "0"
+    return str(value)
+
+
+def default_text(model: type[BaseModel], name: str, info: FieldInfo) -> str:
+    """The default of one option as shown in the reference."""
+    option = option_name(name, info)
+    given = _DEFAULTS[model].get(option)
+    if given is not None:
+        return given
+    if name == "properties":
+        return "`bootstrap.servers` required"
+    if info.is_required():
+        return "required"
+    default = info.get_default(call_default_factory=True)
+    if default is None or (isinstance(default, dict) and not default):
+        return "none"
+    return f"`{_value(default)}`"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _table(model: type[BaseModel]) -> list[str]:
+    rows = ["| option | default | meaning |", "|---|---|---|"]
+    for name, info in model.model_fields.items():
+        meaning = info.description or ""
+        cells = (f"`{option_name(name, info)}`", default_text(model, name, info), meaning)
+        rows.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return rows
+
+
+def render_reference() -> str:
+    """docs/configuration.md, from the models' fields and descriptions."""
+    parts = [_INTRO]
+    for title, model, note in _BLOCKS:
+        section = [f"## {title}", "", *_table(model), ""]
+        if note:
+            section.append(note)
+        parts.append("\n".join(section).rstrip("\n") + "\n")
+    return "\n".join(parts)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(render_reference())
