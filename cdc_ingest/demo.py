@@ -137,6 +137,7 @@ def _interrupt(signum: int, frame: Any) -> None:
 def main(argv: list[str] | None = None) -> Any:
     args = sys.argv[1:] if argv is None else argv
     signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)  # also when started with SIGINT ignored
     run_demo(wait="--no-wait" not in args)
 
 
