@@ -6,6 +6,7 @@ The scripts are run as ``python benchmarks/<name>.py``, which puts this folder o
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
@@ -536,3 +537,26 @@ class Stopwatch:
 
     def __exit__(self, *exc: object) -> None:
         self.seconds = time.perf_counter() - self.started
+
+
+def add_service_args(p: argparse.ArgumentParser, keep_home_help: str) -> None:
+    """The options every benchmark shares: reuse running services, keep what it made."""
+    p.add_argument("--mysql-host", default="127.0.0.1")
+    p.add_argument("--mysql-port", type=int, default=None,
+                   help="use this MariaDB instead of starting one (database `bench` is dropped "
+                   "and recreated!)")
+    p.add_argument("--mysql-root-password", default="root")
+    p.add_argument("--mysql-user", default="cdc", help="the capture user (default cdc)")
+    p.add_argument("--mysql-password", default="cdc")
+    p.add_argument("--kafka-bootstrap", default=None,
+                   help="use this Kafka instead of starting one (the benchmark's topics are "
+                   "deleted at the end unless --keep-topics)")
+    p.add_argument("--keep-topics", action="store_true")
+    p.add_argument("--keep-home", action="store_true", help=keep_home_help)
+
+
+def setup_logging() -> None:
+    """INFO from the benchmark itself; cdc_ingest's own chatter only from WARNING."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s",
+                        stream=sys.stderr)
+    logging.getLogger("cdc_ingest").setLevel(logging.WARNING)

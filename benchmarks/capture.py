@@ -28,6 +28,7 @@ from _common import (
     Measure,
     Services,
     Stopwatch,
+    add_service_args,
     cpu_seconds,
     log_tail,
     machine_info,
@@ -35,6 +36,7 @@ from _common import (
     peak_rss_bytes,
     ratios,
     services,
+    setup_logging,
     stop_process,
     table,
     write_json,
@@ -511,19 +513,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="JSON results file (default %(default)s)")
     p.add_argument("--no-decoder", action="store_true",
                    help="skip measure c (our BinlogReader alone)")
-    p.add_argument("--mysql-host", default="127.0.0.1")
-    p.add_argument("--mysql-port", type=int, default=None,
-                   help="use this MariaDB instead of starting one (database `bench` is dropped "
-                   "and recreated!)")
-    p.add_argument("--mysql-root-password", default="root")
-    p.add_argument("--mysql-user", default="cdc", help="the capture user (default cdc)")
-    p.add_argument("--mysql-password", default="cdc")
-    p.add_argument("--kafka-bootstrap", default=None,
-                   help="use this Kafka instead of starting one (the benchmark's topics are "
-                   "deleted at the end unless --keep-topics)")
-    p.add_argument("--keep-topics", action="store_true")
-    p.add_argument("--keep-home", action="store_true",
-                   help="keep the temp folder of the services this run starts (logs, data)")
+    add_service_args(p, "keep the temp folder of the services this run starts (logs, data)")
     p.add_argument("--capture-timeout", type=float, default=3600.0,
                    help="seconds one capture measurement may take")
     return p
@@ -531,9 +521,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s",
-                        stream=sys.stderr)
-    logging.getLogger("cdc_ingest").setLevel(logging.WARNING)
+    setup_logging()
     wall = time.perf_counter()
     run_id = secrets.token_hex(3)
     runs: list[dict[str, Any]] = []

@@ -32,6 +32,7 @@ from _common import (
     REPO,
     Measure,
     Services,
+    add_service_args,
     cpu_seconds,
     log_tail,
     machine_info,
@@ -40,6 +41,7 @@ from _common import (
     process_tree,
     ratios,
     services,
+    setup_logging,
     stop_process,
     system_cpu_seconds,
     table,
@@ -884,19 +886,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--latency-capture-interval", default="100ms",
                    help="source capture.transaction.max-interval of the latency run "
                    "(default %(default)s)")
-    p.add_argument("--mysql-host", default="127.0.0.1")
-    p.add_argument("--mysql-port", type=int, default=None,
-                   help="use this MariaDB instead of starting one (database `bench` is dropped "
-                   "and recreated!)")
-    p.add_argument("--mysql-root-password", default="root")
-    p.add_argument("--mysql-user", default="cdc", help="the capture user (default cdc)")
-    p.add_argument("--mysql-password", default="cdc")
-    p.add_argument("--kafka-bootstrap", default=None,
-                   help="use this Kafka instead of starting one (the benchmark's topics are "
-                   "deleted at the end unless --keep-topics)")
-    p.add_argument("--keep-topics", action="store_true")
-    p.add_argument("--keep-home", action="store_true",
-                   help="keep the temp folder (server, capture and sink logs, pipeline YAMLs)")
+    add_service_args(p, "keep the temp folder (server, capture and sink logs, pipeline YAMLs)")
     p.add_argument("--timeout", type=float, default=1800.0,
                    help="seconds one throughput measurement may take")
     return p
@@ -904,9 +894,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s",
-                        stream=sys.stderr)
-    logging.getLogger("cdc_ingest").setLevel(logging.WARNING)
+    setup_logging()
     only = {part.strip() for part in args.only.split(",") if part.strip()}
     unknown = only - {"eo", "alo", "sink", "latency"}
     if unknown or ("sink" in only and "eo" not in only):
