@@ -77,10 +77,10 @@ def _exact(value: Any) -> Any:
     return value
 
 
-def test_every_column_type_maps_to_the_expected_json(
-    mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Path
-) -> None:
-    conn = admin_conn(mariadb, fresh_db)
+def fill_all_types(mariadb: Any, db: str) -> str:
+    """Create the all-types table and write its rows, a zero-date row, an update and a
+    delete; returns the GTID position before the first row."""
+    conn = admin_conn(mariadb, db)
     with conn.cursor() as cur:
         cur.execute(DDL)
     start = gtid_now(mariadb)
@@ -93,6 +93,14 @@ def test_every_column_type_maps_to_the_expected_json(
         cur.execute("UPDATE all_types SET vc = 'changed', d = 0.5 WHERE id = 3")
         cur.execute("DELETE FROM all_types WHERE id = 2")
     conn.commit()
+    conn.close()
+    return start
+
+
+def test_every_column_type_maps_to_the_expected_json(
+    mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Path
+) -> None:
+    start = fill_all_types(mariadb, fresh_db)
 
     config = write_pipeline(
         tmp_path / "types.yaml", mariadb, kafka, f"types-{fresh_db}", f"{fresh_db}.all_types",

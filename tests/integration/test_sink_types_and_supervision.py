@@ -19,14 +19,13 @@ import orjson
 
 from tests.conftest import admin_conn
 from tests.integration.pipeline_helpers import (
-    gtid_now,
     sink_topic,
     start_command,
     stop,
     wait_for,
     write_pipeline,
 )
-from tests.integration.test_capture_types import DDL, FIXTURE, ROWS, ZERO_DATES
+from tests.integration.test_capture_types import FIXTURE, fill_all_types
 
 SINK_FIXTURE = Path(__file__).parent / "fixtures" / "all_types.sink.expected.jsonl"
 DB = "<db>"  # the fixture's stand-in for the per-test database name
@@ -87,19 +86,7 @@ def test_all_types_yield_fixed_key_value_json_in_the_sink_topic(
     mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Path
 ) -> None:
     db = fresh_db
-    conn = admin_conn(mariadb, db)
-    with conn.cursor() as cur:
-        cur.execute(DDL)
-    start = gtid_now(mariadb)
-    with conn.cursor() as cur:  # as test_capture_types does
-        cur.execute("SET time_zone = '+00:00'")
-        for row in ROWS:
-            cur.execute(f"INSERT INTO all_types VALUES {row}")
-        cur.execute("SET SESSION sql_mode = ''")
-        cur.execute(ZERO_DATES)
-        cur.execute("UPDATE all_types SET vc = 'changed', d = 0.5 WHERE id = 3")
-        cur.execute("DELETE FROM all_types WHERE id = 2")
-    conn.commit()
+    start = fill_all_types(mariadb, db)
 
     config = write_pipeline(
         tmp_path / "types.yaml", mariadb, kafka, f"sink-types-{db}", f"{db}.all_types",

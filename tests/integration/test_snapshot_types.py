@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import admin_conn
 from tests.integration.pipeline_helpers import changelog, start_capture, write_pipeline
-from tests.integration.test_capture_types import DDL, FIXTURE, ROWS, ZERO_DATES
+from tests.integration.test_capture_types import FIXTURE, fill_all_types
 
 
 def _normal(row: dict[str, Any]) -> dict[str, Any]:
@@ -23,16 +22,7 @@ def _normal(row: dict[str, Any]) -> dict[str, Any]:
 def test_snapshot_rows_match_the_binlog_fixture(
     mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Path
 ) -> None:
-    conn = admin_conn(mariadb, fresh_db)
-    with conn.cursor() as cur:
-        cur.execute(DDL)
-        cur.execute("SET time_zone = '+00:00'")
-        for row in ROWS:
-            cur.execute(f"INSERT INTO all_types VALUES {row}")
-        cur.execute("SET SESSION sql_mode = ''")
-        cur.execute(ZERO_DATES)
-        cur.execute("UPDATE all_types SET vc = 'changed', d = 0.5 WHERE id = 3")
-        cur.execute("DELETE FROM all_types WHERE id = 2")
+    fill_all_types(mariadb, fresh_db)
     name = f"snaptypes-{fresh_db}"
     config = write_pipeline(tmp_path / "p.yaml", mariadb, kafka, name, rf"{fresh_db}.all_types",
                             source={"scan.startup.mode": "snapshot"},
