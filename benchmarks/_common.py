@@ -560,3 +560,13 @@ def setup_logging() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s",
                         stream=sys.stderr)
     logging.getLogger("cdc_ingest").setLevel(logging.WARNING)
+
+
+def services_from_args(args: argparse.Namespace) -> Any:
+    """:func:`services` for the options :func:`add_service_args` declares."""
+    return services(
+        mysql_host=args.mysql_host, mysql_port=args.mysql_port,
+        root_password=args.mysql_root_password, cdc_user=args.mysql_user,
+        cdc_password=args.mysql_password, kafka_bootstrap=args.kafka_bootstrap,
+        keep_home=args.keep_home,
+    )

@@ -35,7 +35,7 @@ from _common import (
     mysql_conn,
     peak_rss_bytes,
     ratios,
-    services,
+    services_from_args,
     setup_logging,
     stop_process,
     table,
@@ -526,12 +526,7 @@ def main(argv: list[str] | None = None) -> int:
     run_id = secrets.token_hex(3)
     runs: list[dict[str, Any]] = []
     topics: list[str] = []
-    with services(
-        mysql_host=args.mysql_host, mysql_port=args.mysql_port,
-        root_password=args.mysql_root_password, cdc_user=args.mysql_user,
-        cdc_password=args.mysql_password, kafka_bootstrap=args.kafka_bootstrap,
-        keep_home=args.keep_home,
-    ) as svc:
+    with services_from_args(args) as svc:
         workdir = svc.home / "capture"
         workdir.mkdir()
         try:

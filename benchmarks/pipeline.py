@@ -40,7 +40,8 @@ from _common import (
     percentile,
     process_tree,
     ratios,
-    services,
+    read_committed,
+    services_from_args,
     setup_logging,
     stop_process,
     system_cpu_seconds,
@@ -311,33 +312,18 @@ def changelog_ends(bootstrap: str, topic: str) -> dict[int, int]:
 
 def sink_topic_summary(bootstrap: str, topic: str, timeout_s: float = 120.0) -> dict[str, int]:
     """Committed messages of a sink topic: total, tombstones, distinct keys, live keys."""
-    consumer = _consumer(bootstrap, **{"enable.partition.eof": True})
-    try:
-        meta = consumer.list_topics(topic, timeout=30)
-        partitions = list(meta.topics[topic].partitions)
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
-        pending, messages, tombstones = set(partitions), 0, 0
-        alive: dict[bytes, bool] = {}
-        deadline = time.monotonic() + timeout_s
-        while pending:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"reading {topic}: partitions {sorted(pending)} never ended")
-            for msg in consumer.consume(10_000, 1.0):
-                err = msg.error()
-                if err is None:
-                    messages += 1
-                    value = msg.value()
-                    tombstones += value is None
-                    alive[msg.key()] = value is not None
-                    deadline = time.monotonic() + timeout_s
-                elif err.code() == KafkaError._PARTITION_EOF:
-                    pending.discard(msg.partition())
-                else:
-                    raise RuntimeError(f"reading {topic}: {err}")
-        return {"messages": messages, "tombstones": tombstones, "keys": len(alive),
-                "live_keys": sum(alive.values())}
-    finally:
-        consumer.close()
+    alive: dict[bytes, bool] = {}
+    tombstones = 0
+
+    def visit(msg: Any) -> None:
+        nonlocal tombstones
+        value = msg.value()
+        tombstones += value is None
+        alive[msg.key()] = value is not None
+
+    messages = read_committed(bootstrap, topic, visit, timeout_s)
+    return {"messages": messages, "tombstones": tombstones, "keys": len(alive),
+            "live_keys": sum(alive.values())}
 
 
 def delete_topics(bootstrap: str, topics: list[str]) -> None:
@@ -915,12 +901,7 @@ def main(argv: list[str] | None = None) -> int:
     sweep_runs: list[dict[str, Any]] = []
     names: list[str] = []
     wl: Workload | None = None
-    with services(
-        mysql_host=args.mysql_host, mysql_port=args.mysql_port,
-        root_password=args.mysql_root_password, cdc_user=args.mysql_user,
-        cdc_password=args.mysql_password, kafka_bootstrap=args.kafka_bootstrap,
-        keep_home=args.keep_home,
-    ) as svc:
+    with services_from_args(args) as svc:
         workdir = svc.home / "pipeline"
         workdir.mkdir()
         try:

@@ -45,7 +45,7 @@ from _common import (
     profile_threads,
     ratios,
     read_committed,
-    services,
+    services_from_args,
     setup_logging,
     system_cpu_seconds,
     table,
@@ -523,12 +523,7 @@ def main(argv: list[str] | None = None) -> int:
     profile: dict[str, Any] | None = None
     product_before = _product_state()
     profile_rows = min(args.profile_rows, args.rows)
-    with services(
-        mysql_host=args.mysql_host, mysql_port=args.mysql_port,
-        root_password=args.mysql_root_password, cdc_user=args.mysql_user,
-        cdc_password=args.mysql_password, kafka_bootstrap=args.kafka_bootstrap,
-        keep_home=args.keep_home,
-    ) as svc:
+    with services_from_args(args) as svc:
         workdir = svc.home / "snapshot"
         workdir.mkdir()
         try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pymysql
@@ -37,6 +37,22 @@ def connect(settings: ConnectionSettings, retries: int = 3) -> pymysql.Connectio
         "source.port, source.username and source.password, and that the server accepts "
         "connections from this host."
     ) from last
+
+
+def stream_rows(conn: pymysql.Connection, sql: str, args: Any, fetch: int,
+                what: str) -> Iterator[tuple[Any, ...]]:
+    """Rows of a SELECT streamed with a server-side cursor (a table may not fit in memory);
+    a failure names ``what`` was read and how to fix it."""
+    cursor = conn.cursor(pymysql.cursors.SSCursor)
+    try:
+        cursor.execute(sql, args)
+        while batch := cursor.fetchmany(fetch):
+            yield from batch
+    except pymysql.MySQLError as exc:
+        raise SourceError(f"reading {what} failed: {exc}. Fix: check that the user may "
+                          "SELECT it and that the server is reachable.") from exc
+    finally:
+        cursor.close()
 
 
 class Catalog:

@@ -37,7 +37,7 @@ from cdc_ingest.capture.binlog import (
     Rows,
     TxCommit,
 )
-from cdc_ingest.capture.catalog import Catalog, KeyColumns
+from cdc_ingest.capture.catalog import Catalog, KeyColumns, stream_rows
 from cdc_ingest.capture.changes import KeyPlan
 from cdc_ingest.capture.keyorder import (
     KeyColumn,
@@ -291,16 +291,9 @@ class Snapshotter:
             conditions.append(upto_condition(info.key))
             args.extend(after_params(info.key, info.order.sql_params(chunk.upto)))
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
-        cursor = self._conn.cursor(pymysql.cursors.SSCursor)
-        try:
-            cursor.execute(f"SELECT {info.select} FROM {info.source}{where}", args)  # noqa: S608
-            while batch := cursor.fetchmany(self._fetch):
-                yield from batch
-        except pymysql.MySQLError as exc:
-            raise SourceError(f"snapshot of {chunk.db}.{chunk.table} failed: {exc}. Fix: "
-                              "check that the user may SELECT it.") from exc
-        finally:
-            cursor.close()
+        sql = f"SELECT {info.select} FROM {info.source}{where}"  # noqa: S608
+        yield from stream_rows(self._conn, sql, args, self._fetch,
+                               f"a snapshot chunk of {chunk.db}.{chunk.table}")
 
     def _reconcile(self, info: TableInfo, chunk: Chunk,
                    rows: dict[bytes, tuple[Key, dict[str, Any]]], low: Position,

@@ -12,11 +12,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import pymysql
-import pymysql.cursors
-
 from cdc_ingest.capture.binlog import ConnectionSettings
-from cdc_ingest.capture.catalog import connect
+from cdc_ingest.capture.catalog import connect, stream_rows
 from cdc_ingest.errors import SourceError
 from cdc_ingest.verify.columns import COLUMNS_QUERY, Column, as_text
 from cdc_ingest.verify.convert import UnsupportedType, converter, select_expression
@@ -121,13 +118,4 @@ class MySqlSide:
 
     def rows(self, shape: TableShape) -> Iterator[tuple[Any, ...]]:
         """Every row of the table, streamed."""
-        cursor = self._conn.cursor(pymysql.cursors.SSCursor)
-        try:
-            cursor.execute(shape.select())
-            while batch := cursor.fetchmany(_FETCH):
-                yield from batch
-        except pymysql.MySQLError as exc:
-            raise SourceError(f"reading {shape.name} failed: {exc}. Fix: check that the "
-                              "user may SELECT it and that the server is reachable.") from exc
-        finally:
-            cursor.close()
+        yield from stream_rows(self._conn, shape.select(), None, _FETCH, shape.name)
