@@ -56,9 +56,9 @@ def _describe(code: int) -> str:
     return f"exited with code {code}"
 
 
-def _stop(child: _Child) -> int:
-    if child.proc.poll() is None:
-        child.proc.send_signal(signal.SIGTERM)
+def _wait_stopped(child: _Child) -> int:
+    """Wait for a child already sent SIGTERM (once: a second one could land after it has
+    put back the default handler while shutting down, and kill it mid-cleanup)."""
     try:
         return child.proc.wait(STOP_TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -86,7 +86,7 @@ def run_start(config: Path, sink_args: list[str] | None = None) -> None:
         for child in children:  # ask both at once, then wait for each
             if child.proc.poll() is None:
                 child.proc.send_signal(signal.SIGTERM)
-        codes = {c.name: _stop(c) for c in children}
+        codes = {c.name: _wait_stopped(c) for c in children}
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
