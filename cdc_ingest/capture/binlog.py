@@ -32,7 +32,14 @@ from pymysqlreplication.row_event import (
     WriteRowsEvent,
 )
 
-from cdc_ingest.capture.decoder import RowDecoder, compile_decoder, failing_column
+from cdc_ingest.capture.decoder import (
+    DELETE,
+    INSERT,
+    UPDATE,
+    EventDecoder,
+    event_decoder,
+    failing_column,
+)
 from cdc_ingest.capture.schema import ColumnSpec, FieldType, TableSchema
 from cdc_ingest.errors import PositionPurgedError, SourceError
 from cdc_ingest.model import Position
@@ -145,21 +152,29 @@ class SchemaCache:
 
     def __init__(self, catalog: CatalogLookup) -> None:
         self._catalog = catalog
-        self._by_signature: dict[tuple[object, ...], tuple[TableSchema, RowDecoder]] = {}
+        self._by_signature: dict[tuple[object, ...], tuple[TableSchema, EventDecoder]] = {}
+        # table id -> (TableMap object, what resolve() gave for it): the library parses a
+        # fresh TableMap object per event group; its signature is computed once per object
+        self._by_map: dict[int, tuple[Any, tuple[TableSchema, EventDecoder]]] = {}
 
-    def resolve(self, table_map: Any) -> tuple[TableSchema, RowDecoder]:
+    def resolve(self, table_map: Any) -> tuple[TableSchema, EventDecoder]:
+        last = self._by_map.get(table_map.table_id)
+        if last is not None and last[0] is table_map:
+            return last[1]
         signature = _signature(table_map)
         hit = self._by_signature.get(signature)
         if hit is None:
             schema = self._build(table_map, signature)
-            hit = (schema, compile_decoder(schema, mysql_json_text))
+            hit = (schema, event_decoder(schema, mysql_json_text))
             self._by_signature[signature] = hit
+        self._by_map[table_map.table_id] = (table_map, hit)
         return hit
 
     def forget(self, db: str, table: str) -> None:
         """Drop what we know of a table after DDL (catalog facts may have changed)."""
         for key in [k for k in self._by_signature if k[0] == db and k[1] == table]:
             del self._by_signature[key]
+        self._by_map.clear()
 
     def _build(self, table_map: Any, signature: tuple[object, ...]) -> TableSchema:
         db, table = table_map.schema, table_map.table
@@ -216,6 +231,7 @@ def _column_spec(c: Any, booleans: frozenset[str]) -> ColumnSpec:
 
 
 _ROW_KINDS = {WriteRowsEvent: "I", UpdateRowsEvent: "U", DeleteRowsEvent: "D"}
+_KIND_CODES = {"I": INSERT, "U": UPDATE, "D": DELETE}
 
 
 class BinlogReader:
@@ -350,22 +366,16 @@ class BinlogReader:
         raw: bytes = pkt._data
         off: int = pkt._position
         end = off + (ev.event_size - ev.packet.read_bytes)
-        rows: list[tuple[list[Any] | None, list[Any] | None]] = []
         try:
-            while off < end:
-                first, off = decode(raw, off)
-                if kind == "U":
-                    second, off = decode(raw, off)
-                    rows.append((first, second))
-                elif kind == "I":
-                    rows.append((None, first))
-                else:
-                    rows.append((first, None))
+            rows = decode(raw, off, end, _KIND_CODES[kind])
         except Exception as exc:
             column = failing_column(schema, exc)
+            # the compiled decoder wraps what went wrong in a RowDecodeError naming the column
+            wrapped = getattr(exc, "column", None) is not None and exc.__cause__ is not None
+            cause = exc.__cause__ if wrapped else exc
             raise SourceError(
                 f"cannot represent a value of {schema.db}.{schema.table}.{column} at binlog "
-                f"{where}: {exc!r}. Nothing after it was captured; fix the value or the "
+                f"{where}: {cause!r}. Nothing after it was captured; fix the value or the "
                 "column definition, or exclude the table, then restart capture."
             ) from exc
         return Rows(kind, schema, rows, ev.timestamp, where, self._stream.log_file,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
 
 from cdc_ingest.capture.binlog import Rows
+from cdc_ingest.capture.decoder import decoder_kind
 from cdc_ingest.capture.schema import TableSchema
 from cdc_ingest.errors import SourceError
 from cdc_ingest.model import CHANGELOG_VERSION
@@ -124,3 +125,120 @@ def snapshot_message(
             "pos": "snapshot",
         }
     )
+
+
+# -- the fast path ---------------------------------------------------------------------------
+#
+# row_messages() above is the reference: one envelope dict per record through orjson. The
+# encoder below writes the same bytes from pieces rendered once per table layout (the envelope
+# up to "pk", the key's field name), so per row only the key and the row go through orjson.
+# tests/integration/test_capture_decoder_parity.py holds the two to identical output.
+
+Produce = Callable[..., None]
+Keep = Callable[[list[Any] | None, list[Any] | None], bool]
+
+
+def table_encoder(schema: TableSchema, plan: KeyPlan) -> TableEncoder:
+    """The compiled encoder (``_rowdecode.RowEncoder``) when capture uses the compiled
+    decoder, else :class:`TableEncoder`; both produce the same bytes."""
+    encoder = TableEncoder(schema, plan)
+    if decoder_kind() != "compiled":
+        return encoder
+    from cdc_ingest.capture import _rowdecode  # type: ignore[attr-defined]  # noqa: PLC0415
+
+    key1 = encoder._key1
+    compiled: TableEncoder = _rowdecode.RowEncoder(
+        schema.names, key1[1] if key1 else -1, key1[0] if key1 else b"", encoder.key,
+        encoder._heads["+I"], encoder._heads["+U"], encoder._heads["-D"], orjson.dumps, plan,
+    )
+    return compiled
+
+
+class TableEncoder:
+    """Changelog messages of one table layout's rows, produced straight to Kafka."""
+
+    __slots__ = ("_after_null", "_before", "_heads", "_key1", "indexes", "names", "plan")
+
+    def __init__(self, schema: TableSchema, plan: KeyPlan) -> None:
+        self.plan = plan
+        self.names = schema.names
+        self.indexes = plan.indexes
+        db, table = orjson.dumps(schema.db), orjson.dumps(schema.table)
+        self._heads = {
+            op: b'{"v":%d,"op":"%s","db":%b,"table":%b,"pk":'
+            % (CHANGELOG_VERSION, op.encode(), db, table)
+            for op in ("+I", "+U", "-D")
+        }
+        # a one-column key is rendered around its value; wider keys through a dict
+        self._key1 = (
+            (b"{" + orjson.dumps(plan.names[0]) + b":", plan.indexes[0])
+            if len(plan.names) == 1 else None
+        )
+
+    def key(self, row: list[Any]) -> bytes:
+        if self._key1 is not None:
+            head, i = self._key1
+            return head + orjson.dumps(row[i]) + b"}"
+        return orjson.dumps(self.plan.key(row))
+
+    def produce_rows(
+        self,
+        produce: Produce,
+        room: Callable[[], None],
+        topic: str,
+        kind: str,
+        rows: list[tuple[list[Any] | None, list[Any] | None]],
+        first_no: int,
+        pos_prefix: str,
+        ts_ms: int,
+        keep: Keep | None,
+    ) -> int:
+        """Produce ``rows`` (the ``first_no``-th row of its transaction first); rows that
+        ``keep`` refuses are skipped. ``room()`` serves the producer when its queue is full.
+        Returns how many rows were produced."""
+        dumps = orjson.dumps
+        names = self.names
+        key_of = self.key
+        heads = self._heads
+        # everything after the row number is the same for all rows of the event
+        tail = b',"ts_ms":%d,"pos":%b' % (ts_ms, dumps(pos_prefix + "#")[:-1])
+        produced = 0
+        no = first_no - 1
+        for before, after in rows:
+            no += 1
+            if keep is not None and not keep(before, after):
+                continue
+            end = b'%b%d"}' % (tail, no)
+            if kind == "I":
+                key = key_of(after)  # type: ignore[arg-type]
+                value = b'%b%b,"before":null,"after":%b%b' % (
+                    heads["+I"], key, dumps(dict(zip(names, after, strict=True))), end)  # type: ignore[arg-type]
+                out: tuple[tuple[bytes, bytes], ...] = ((key, value),)
+            elif kind == "D":
+                key = key_of(before)  # type: ignore[arg-type]
+                value = b'%b%b,"before":%b,"after":null%b' % (
+                    heads["-D"], key, dumps(dict(zip(names, before, strict=True))), end)  # type: ignore[arg-type]
+                out = ((key, value),)
+            else:
+                old_key, key = key_of(before), key_of(after)  # type: ignore[arg-type]
+                old_row = dumps(dict(zip(names, before, strict=True)))  # type: ignore[arg-type]
+                new_row = dumps(dict(zip(names, after, strict=True)))  # type: ignore[arg-type]
+                if old_key == key:
+                    out = ((key, b'%b%b,"before":%b,"after":%b%b' % (
+                        heads["+U"], key, old_row, new_row, end)),)
+                else:
+                    out = (
+                        (old_key, b'%b%b,"before":%b,"after":null%b' % (
+                            heads["-D"], old_key, old_row, end)),
+                        (key, b'%b%b,"before":null,"after":%b%b' % (
+                            heads["+I"], key, new_row, end)),
+                    )
+            for k, v in out:
+                while True:
+                    try:
+                        produce(topic, v, k, timestamp=ts_ms)
+                        break
+                    except BufferError:
+                        room()
+            produced += 1
+        return produced

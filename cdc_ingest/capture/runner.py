@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, replace
 from types import FrameType
 from typing import Any
 
+from confluent_kafka import KafkaException
+
 from cdc_ingest import metrics
 from cdc_ingest.capture.binlog import (
     BinlogReader,
@@ -26,7 +28,13 @@ from cdc_ingest.capture.binlog import (
     advance_gtid_set,
 )
 from cdc_ingest.capture.catalog import Catalog, KeyColumns
-from cdc_ingest.capture.changes import KeyPlan, ddl_message, row_messages, snapshot_message
+from cdc_ingest.capture.changes import (
+    KeyPlan,
+    TableEncoder,
+    ddl_message,
+    snapshot_message,
+    table_encoder,
+)
 from cdc_ingest.capture.ddl import tables_of
 from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.capture.progress import Progress
@@ -94,7 +102,8 @@ class Capture:
         self._catalog = Catalog(options.connection, options.key_columns, options.connect_retries)
         self._producer = TransactionalProducer(options.kafka, options.transactional_id)
         self._store = PositionStore(options.kafka, options.offsets_topic)
-        self._plans: dict[int, KeyPlan] = {}
+        self._plans: dict[int, tuple[TableSchema, KeyPlan]] = {}
+        self._encoders: dict[int, tuple[TableSchema, TableEncoder]] = {}
         self._batch = _Batch()
         self._progress = Progress(options.log_interval_s, self._catalog)
         # Where capture stands: what the next position record will say.
@@ -330,26 +339,50 @@ class Capture:
     def _on_rows(self, ev: Rows) -> None:
         if self._skip_tx:
             return
-        plan = self._plan(ev.schema, ev.where)
+        encoder = self._encoder(ev.schema, ev.where)
         prefix = self._pos.tx_gtid or f"{self._pos.file}:{self._pos.pos}"
-        for before, after in ev.rows:
-            self._tx_rows += 1
-            if self._tx_rows <= self._skip_rows:
-                continue
-            if self._filter is not None and self._in_snapshot(ev, plan, before, after):
-                continue
-            pos = f"{prefix}#{self._tx_rows}"
+        rows = ev.rows
+        before_event = self._tx_rows  # rows of this MySQL transaction before this event
+        self._tx_rows += len(rows)
+        # rows an earlier run already captured (it stopped inside this transaction)
+        i = min(len(rows), max(0, self._skip_rows - before_event))
+        keep = None
+        if self._filter is not None:
+            plan = encoder.plan
+
+            def keep(before: list[Any] | None, after: list[Any] | None) -> bool:
+                return not self._in_snapshot(ev, plan, before, after)
+
+        ts_ms = ev.ts * 1000
+        producer = self._producer
+        topic = self.o.changelog_topic
+        while i < len(rows):
             self._open()
-            for key, value in row_messages(ev, plan, before, after, pos):
-                self._producer.produce(self.o.changelog_topic, key, value,
-                                       timestamp_ms=ev.ts * 1000)
-            self._batch.rows += 1
-            self._progress.rows += 1
+            take = min(len(rows) - i, self.o.max_rows - self._batch.rows)
+            try:
+                produced = encoder.produce_rows(
+                    producer.client.produce, producer.wait_for_room, topic, ev.kind,
+                    rows[i:i + take], before_event + i + 1, prefix, ts_ms, keep,
+                )
+            except KafkaException as exc:
+                producer.failed(exc, f"producing to {topic}")
+                raise
+            i += take
+            self._batch.rows += produced
+            self._progress.rows += produced
             if self._batch.rows >= self.o.max_rows:
-                self._pos = replace(self._pos, rows_done=self._tx_rows)
+                self._pos = replace(self._pos, rows_done=before_event + i)
                 self._commit()
-        self._pos = replace(self._pos, rows_done=self._tx_rows, ts_ms=ev.ts * 1000)
+        self._pos = replace(self._pos, rows_done=self._tx_rows, ts_ms=ts_ms)
         self._progress.event_ts = ev.ts
+
+    def _encoder(self, schema: TableSchema, where: str) -> TableEncoder:
+        # keyed by identity: schemas are cached objects; holding one keeps its id unique
+        hit = self._encoders.get(id(schema))
+        if hit is None or hit[0] is not schema:
+            hit = (schema, table_encoder(schema, self._plan(schema, where)))
+            self._encoders[id(schema)] = hit
+        return hit[1]
 
     def _in_snapshot(self, ev: Rows, plan: KeyPlan, before: list[Any] | None,
                      after: list[Any] | None) -> bool:
@@ -360,11 +393,11 @@ class Capture:
         return self._filter.covered(ev.schema.db, ev.schema.table, key, (ev.file, ev.pos))
 
     def _plan(self, schema: TableSchema, where: str) -> KeyPlan:
-        plan = self._plans.get(id(schema))
-        if plan is None:
-            plan = KeyPlan(schema, where)
-            self._plans[id(schema)] = plan
-        return plan
+        hit = self._plans.get(id(schema))
+        if hit is None or hit[0] is not schema:
+            hit = (schema, KeyPlan(schema, where))
+            self._plans[id(schema)] = hit
+        return hit[1]
 
     def _on_commit(self, file: str, pos: int, ts: int) -> None:
         gtid = self._tx.gtid if self._tx is not None else None

@@ -92,6 +92,21 @@ class TransactionalProducer:
     def in_transaction(self) -> bool:
         return self._open
 
+    @property
+    def client(self) -> Producer:
+        """The confluent-kafka producer, for hot loops that call ``produce`` directly; they
+        must retry on ``BufferError`` after :meth:`wait_for_room` and hand a
+        ``KafkaException`` to :meth:`failed`."""
+        return self._producer
+
+    def wait_for_room(self) -> None:
+        """The local queue is full: serve delivery reports while librdkafka sends."""
+        self._producer.poll(0.05)
+
+    def failed(self, exc: KafkaException, what: str) -> None:
+        """Raise what :meth:`produce` raises for ``exc`` (FencedError or SinkError)."""
+        _raise(exc, what, self.transactional_id)
+
     def produce(
         self,
         topic: str,
