@@ -148,6 +148,18 @@ def cpu_seconds(pid: int) -> float | None:
     return None
 
 
+def main_thread_cpu_seconds(pid: int) -> float | None:
+    """CPU time of a process's main thread only (its task with tid == pid)."""
+    return cpu_seconds_of(Path(f"/proc/{pid}/task/{pid}/stat"))
+
+
+def cpu_seconds_of(stat: Path) -> float | None:
+    with suppress(OSError, IndexError, ValueError):
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return None
+
+
 @dataclass
 class ProcInfo:
     """One process of a process tree, as /proc shows it now."""

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import secrets
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,6 +35,7 @@ from _common import (
     cpu_seconds,
     log_tail,
     machine_info,
+    main_thread_cpu_seconds,
     mysql_conn,
     peak_rss_bytes,
     ratios,
@@ -49,6 +53,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 
 from cdc_ingest.capture.binlog import BinlogReader, ConnectionSettings, Heartbeat, Rows
 from cdc_ingest.capture.catalog import Catalog
+from cdc_ingest.capture.decoder import DECODER_ENV
 from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.model import Position
 
@@ -188,6 +193,36 @@ def make_workload(svc: Services, rows: int) -> Workload:
     return wl
 
 
+BIG_TABLE = "big"
+
+
+def make_big_transaction(svc: Services, rows: int) -> Workload:
+    """One MySQL transaction of ``rows`` inserts (one INSERT ... SELECT) into bench.big."""
+    wl = Workload(rows)
+    conn = mysql_conn(svc.admin)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP TABLE IF EXISTS {DB}.{BIG_TABLE}")
+            cur.execute(f"CREATE TABLE {DB}.{BIG_TABLE} LIKE {DB}.{TABLE}")
+            wl.gtid_before = _gtid_pos(cur)
+            start = _master_status(cur)
+            with Stopwatch() as sw:
+                # seq_1_to_N: MariaDB's SEQUENCE engine
+                wl.inserted = cur.execute(
+                    f"INSERT INTO {DB}.{BIG_TABLE} SELECT seq, seq % 100000, 'new', seq / 100,"
+                    " CONCAT('order ', seq, ' in one big transaction'),"
+                    " '2024-01-01 00:00:00.123456', '2024-01-01 00:00:00.123', seq % 128,"
+                    f" '{{\"sku\":\"x\"}}' FROM {DB}.seq_1_to_{rows}"
+                )
+                conn.commit()
+            wl.insert_s = sw.seconds
+            wl.gtid_after = _gtid_pos(cur)
+            wl.binlog_bytes = _binlog_bytes(cur, start, _master_status(cur))
+    finally:
+        conn.close()
+    return wl
+
+
 def server_version(svc: Services) -> str:
     conn = mysql_conn(svc.admin)
     try:
@@ -220,7 +255,8 @@ def gtid_reached(committed: str | None, target: str) -> bool:
 # -- a. the capture process ----------------------------------------------------------------
 
 
-def _pipeline_yaml(svc: Services, wl: Workload, name: str, server_id: int, state: Path) -> str:
+def _pipeline_yaml(svc: Services, wl: Workload, name: str, server_id: int, state: Path,
+                   table: str = TABLE) -> str:
     doc = {
         "source": {
             "type": "mysql",
@@ -228,7 +264,7 @@ def _pipeline_yaml(svc: Services, wl: Workload, name: str, server_id: int, state
             "port": svc.mysql_port,
             "username": svc.cdc["user"],
             "password": svc.cdc["password"],
-            "tables": f"{DB}.{TABLE}",
+            "tables": f"{DB}.{table}",
             "server-id": server_id,
             "scan.startup.mode": "specific-offset",
             "scan.startup.specific-offset.gtid-set": wl.gtid_before,
@@ -290,11 +326,12 @@ def count_committed(bootstrap: str, topic: str, timeout_s: float = 120.0) -> int
 
 
 def run_capture(
-    svc: Services, wl: Workload, name: str, server_id: int, workdir: Path, timeout_s: float
+    svc: Services, wl: Workload, name: str, server_id: int, workdir: Path, timeout_s: float,
+    env: dict[str, str] | None = None, table: str = TABLE,
 ) -> dict[str, Any]:
     """Time ``cdc-ingest capture`` from process start to its position covering the workload."""
     config = workdir / f"{name}.yaml"
-    config.write_text(_pipeline_yaml(svc, wl, name, server_id, workdir / name))
+    config.write_text(_pipeline_yaml(svc, wl, name, server_id, workdir / name, table))
     log_file = workdir / f"{name}.log"
     store = PositionStore({"bootstrap.servers": svc.bootstrap}, f"cdc-ingest.{name}.offsets")
     server_cpu_before = _server_cpu(svc)
@@ -305,6 +342,7 @@ def run_capture(
         proc = subprocess.Popen(
             [sys.executable, "-m", "cdc_ingest.cli", "capture", "--config", str(config)],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=workdir,
+            env={**os.environ, **(env or {})},
         )
     try:
         last: Position | None = None
@@ -334,6 +372,7 @@ def run_capture(
             time.sleep(max(0.0, POLL_S - (time.perf_counter() - tick)))
         rss = peak_rss_bytes(proc.pid)
         cpu = cpu_seconds(proc.pid)
+        main_cpu = main_thread_cpu_seconds(proc.pid)
         server_cpu_after = _server_cpu(svc)
     finally:
         exit_code = stop_process(proc)
@@ -361,6 +400,7 @@ def run_capture(
         ),
         "peak_rss_bytes": rss,
         "cpu_s": cpu,
+        "main_thread_cpu_s": main_cpu,
         "server_cpu_s": server_cpu,
         "exit_code": exit_code,
         "changelog_records": records,
@@ -453,10 +493,25 @@ def our_decode(svc: Services, wl: Workload, server_id: int) -> dict[str, Any]:
 # -- driver ----------------------------------------------------------------------------------
 
 
+@contextmanager
+def _decoder_env(kind: str) -> Iterator[None]:
+    old = os.environ.get(DECODER_ENV)
+    os.environ[DECODER_ENV] = kind
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(DECODER_ENV, None)
+        else:
+            os.environ[DECODER_ENV] = old
+
+
+
 def _delete_topics(bootstrap: str, topics: list[str]) -> None:
     if not topics:
         return
-    futures = AdminClient({"bootstrap.servers": bootstrap}).delete_topics(topics)
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the futures end
+    futures = admin.delete_topics(topics)
     for topic, future in futures.items():
         try:
             future.result(30)
@@ -478,6 +533,14 @@ def measures_of(runs: list[dict[str, Any]], with_ours: bool) -> list[Measure]:
     if with_ours:
         out.append(Measure("our decoder alone", "rows/s", samples("ours", "rows_per_s"), lib, 0,
                            "cdc_ingest BinlogReader, no Kafka"))
+    if any("capture_python" in r for r in runs):
+        out += [
+            Measure("capture, reference decoder", "rows/s",
+                    samples("capture_python", "rows_per_s"), lib, 0,
+                    "capture end-to-end with CDC_INGEST_DECODER=python"),
+            Measure("reference decoder alone", "rows/s", samples("ours_python", "rows_per_s"),
+                    lib, 0, "BinlogReader with CDC_INGEST_DECODER=python, no Kafka"),
+        ]
     out += [
         Measure("capture after startup", "rows/s",
                 samples("capture", "rows_per_s_after_startup"), lib, 0,
@@ -489,6 +552,13 @@ def measures_of(runs: list[dict[str, Any]], with_ours: bool) -> list[Measure]:
                 note="process start -> first committed position (0.5 s polls)"),
         Measure("capture CPU", "s", samples("capture", "cpu_s"), digits=1,
                 note="user+system CPU of the capture process, all threads"),
+        Measure("capture main-thread CPU", "s", samples("capture", "main_thread_cpu_s"),
+                digits=1, note="the Python thread (librdkafka's threads excluded)"),
+        Measure("capture CPU per 1k rows", "ms",
+                [r["capture"]["cpu_s"] * 1e6 / r["capture"]["rows_per_s"]
+                 / r["capture"]["seconds"] for r in runs
+                 if r.get("capture", {}).get("cpu_s")],
+                digits=2, note="all threads"),
         Measure("capture peak RSS", "MiB", samples("capture", "peak_rss_bytes", 2**20),
                 digits=0, note="VmHWM of the capture process"),
     ]
@@ -513,6 +583,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="JSON results file (default %(default)s)")
     p.add_argument("--no-decoder", action="store_true",
                    help="skip measure c (our BinlogReader alone)")
+    p.add_argument("--no-reference", action="store_true",
+                   help="skip capture and decoding with the reference (pure-Python) decoder")
+    p.add_argument("--big-tx-rows", type=int, default=1_000_000,
+                   help="rows of the single-transaction measure; 0 skips it "
+                   "(default %(default)s)")
     add_service_args(p, "keep the temp folder of the services this run starts (logs, data)")
     p.add_argument("--capture-timeout", type=float, default=3600.0,
                    help="seconds one capture measurement may take")
@@ -552,13 +627,45 @@ def main(argv: list[str] | None = None) -> int:
                     run["ours"] = our_decode(svc, wl, 7400 + n)
                     log.info("  our decoder: %.1f s, %.0f rows/s", run["ours"]["seconds"],
                              run["ours"]["rows_per_s"])
+                if not args.no_reference:
+                    name = f"bench-{run_id}-{n + 1}-py"
+                    topics += [f"cdc-ingest.{name}.changelog", f"cdc-ingest.{name}.offsets"]
+                    run["capture_python"] = run_capture(
+                        svc, wl, name, 8400 + n, workdir, args.capture_timeout,
+                        env={DECODER_ENV: "python"})
+                    log.info("  capture, reference decoder: %.0f rows/s",
+                             run["capture_python"]["rows_per_s"])
+                    with _decoder_env("python"):
+                        run["ours_python"] = our_decode(svc, wl, 9400 + n)
+                    log.info("  reference decoder alone: %.0f rows/s",
+                             run["ours_python"]["rows_per_s"])
                 runs.append(run)
+            big = None
+            if args.big_tx_rows:
+                log.info("writing one transaction of %d rows into %s.%s", args.big_tx_rows,
+                         DB, BIG_TABLE)
+                big_wl = make_big_transaction(svc, args.big_tx_rows)
+                name = f"bench-{run_id}-big"
+                topics += [f"cdc-ingest.{name}.changelog", f"cdc-ingest.{name}.offsets"]
+                big = run_capture(svc, big_wl, name, 5300, workdir, args.capture_timeout,
+                                  table=BIG_TABLE)
+                log.info("  one %d-row transaction: %.0f rows/s, peak RSS %.0f MiB",
+                         args.big_tx_rows, big["rows_per_s"], big["peak_rss_bytes"] / 2**20)
         finally:
             if args.kafka_bootstrap and not args.keep_topics:
                 _delete_topics(svc.bootstrap, topics)
             started = list(svc.started)
     total = time.perf_counter() - wall
     measures = measures_of(runs, not args.no_decoder)
+    if big is not None:
+        measures += [
+            Measure(f"one {args.big_tx_rows:,}-row transaction: capture", "rows/s",
+                    [big["rows_per_s"]], "library decode", 0,
+                    "a single INSERT ... SELECT; split into Kafka transactions by max-rows"),
+            Measure(f"one {args.big_tx_rows:,}-row transaction: peak RSS", "MiB",
+                    [big["peak_rss_bytes"] / 2**20], digits=0,
+                    note="VmHWM of the capture process"),
+        ]
     ratio_of = ratios(measures)
     print(f"\ncapture benchmark: {wl.changes:,} row changes ({wl.inserted:,} inserts, "
           f"{wl.updated:,} updates, {wl.deleted:,} deletes), {args.repeat} repeat(s), "
@@ -572,8 +679,8 @@ def main(argv: list[str] | None = None) -> int:
         "config": {
             "rows": args.rows, "repeats": args.repeat, "statement_rows": BATCH,
             "pipeline_parallelism": PARALLELISM, "poll_s": POLL_S,
-            "capture_options": "defaults (capture.transaction.max-rows 5000, "
-                               "max-interval 1s), heartbeat.interval 1s",
+            "capture_options": "defaults, heartbeat.interval 1s",
+            "decoder": "compiled (reference: CDC_INGEST_DECODER=python)",
         },
         "machine": machine_info(mysql_server=version),
         "services": {"started": started, "mysql_port": svc.mysql_port,
@@ -581,6 +688,7 @@ def main(argv: list[str] | None = None) -> int:
         "workload": {**asdict(wl), "changes": wl.changes},
         "results": {m.name: m.as_json(ratio_of[m.name]) for m in measures},
         "runs": runs,
+        "big_transaction": big,
         "total_wall_s": total,
     })
     print(f"wrote {args.out}")
