@@ -114,8 +114,9 @@ class MySqlSourceDef(ConfigModel):
         description="TINYINT(1) as JSON boolean")
     # Our own options: how much of the binlog one Kafka transaction of the capture may hold.
     capture_transaction_max_rows: int = Field(
-        5000, alias="capture.transaction.max-rows", ge=1,
-        description="rows per Kafka transaction of the changelog (our option)")
+        50_000, alias="capture.transaction.max-rows", ge=1,
+        description="rows per Kafka transaction of the changelog (our option); bounds the "
+        "memory of an open transaction and how often capture waits for a commit")
     capture_transaction_max_interval: PositiveDuration = Field(
         timedelta(seconds=1), alias="capture.transaction.max-interval",
         description="longest a Kafka transaction of the changelog stays open (our option)")

@@ -103,7 +103,7 @@ def test_defaults() -> None:
     assert src.scan_snapshot_fetch_size == 1024
     assert src.scan_incremental_snapshot_parallelism is None
     assert src.treat_tinyint1_as_boolean_enabled is True
-    assert src.capture_transaction_max_rows == 5000
+    assert src.capture_transaction_max_rows == 50_000
     assert src.capture_transaction_max_interval == timedelta(seconds=1)
     assert sink.sink_delivery_guarantee is DeliveryGuarantee.AT_LEAST_ONCE
     assert sink.sink_add_table_id_to_header_enabled is False
