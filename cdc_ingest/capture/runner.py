@@ -36,6 +36,7 @@ from cdc_ingest.capture.changes import (
     table_encoder,
 )
 from cdc_ingest.capture.ddl import tables_of
+from cdc_ingest.capture.decoder import decoder_kind
 from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.capture.progress import Progress
 from cdc_ingest.capture.schema import TableSchema
@@ -154,7 +155,8 @@ class Capture:
             self._catalog.is_mariadb,
             min(self.o.heartbeat_s, max(self.o.max_interval_s, 1.0)),
         )
-        log.info("capture %s starts at %s", self.o.pipeline, start.describe() or "binlog head")
+        log.info("capture %s starts at %s (row decoder: %s)", self.o.pipeline,
+                 start.describe() or "binlog head", decoder_kind())
         try:
             self._loop(reader)
         finally:
