@@ -6,6 +6,11 @@ task; each task hands its rows to :func:`~cdc_ingest.sink.writer.write_partition
 (DESIGN section 5, hop 2). Nothing is shuffled before the writer, and ``minPartitions`` /
 ``maxRecordsPerPartition`` are never set: either would split a partition's range over several
 tasks sharing one transactional id.
+
+The rows reach the Python workers as Arrow record batches (``DataFrame.mapInArrow``, a
+per-partition operator: it keeps the source's partitions and their order), not as pickled Row
+objects; each task (:func:`~cdc_ingest.sink.changelog.run_task`) returns its counters as
+one JSON row.
 """
 
 from __future__ import annotations
@@ -16,10 +21,10 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from types import FrameType
-from typing import Any, NamedTuple
+from typing import Any
 
 from pyspark.errors import AnalysisException, StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
@@ -29,12 +34,12 @@ from cdc_ingest.config import PipelineDef
 from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka import TopicAdmin, client_config
 from cdc_ingest.kafka.config import LIBRDKAFKA_ONLY
+from cdc_ingest.sink.changelog import COLUMNS, RESULT, RESULT_SCHEMA, run_task
 from cdc_ingest.sink.spark import CONNECTOR, spark_context_exists, spark_session
 from cdc_ingest.sink.writer import SinkSettings, committed_offsets, sink_settings, write_partition
 
 log = logging.getLogger(__name__)
 
-Writer = Callable[[SinkSettings, Iterable[Any]], dict[str, Any]]
 BatchCallback = Callable[[int, list[dict[str, Any]]], None]
 
 EARLIEST = -2  # Spark's startingOffsets code for "the partition's earliest offset"
@@ -49,26 +54,6 @@ _NOT_FOR_SPARK = {
     "interceptor.classes": "Spark's Kafka source does not allow consumer interceptors",
     "isolation.level": "the sink always reads read_committed",
 }
-
-
-class ChangelogRow(NamedTuple):
-    """What the writer gets per changelog record (key and value as ``bytes``)."""
-
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes
-
-
-def _as_bytes(rows: Iterable[Any]) -> Iterator[ChangelogRow]:
-    # pyspark hands binary columns over as bytearray: unhashable, and not what writers expect
-    for partition, offset, key, value in rows:
-        yield ChangelogRow(partition, offset, None if key is None else bytes(key), bytes(value))
-
-
-def _task(write: Writer, settings: SinkSettings, rows: Iterable[Any]) -> list[dict[str, Any]]:
-    """One Spark task: one changelog partition's offset range -> one counters dict."""
-    return [write(settings, _as_bytes(rows))]
 
 
 def starting_offsets(topic: str, partitions: int, committed: Mapping[int, int]) -> str:
@@ -168,9 +153,9 @@ def _batch_writer(
     def write_batch(df: DataFrame, batch_id: int) -> None:
         began = time.monotonic()
         # The writer is looked up here, on the driver, and pickled into the tasks.
-        task = partial(_task, write_partition, settings)
-        rows = df.select("partition", "offset", "key", "value").rdd
-        results: list[dict[str, Any]] = rows.mapPartitions(task).collect()
+        task = partial(run_task, write_partition, settings)
+        rows = df.select(*COLUMNS).mapInArrow(task, RESULT_SCHEMA).collect()
+        results: list[dict[str, Any]] = [json.loads(row[RESULT]) for row in rows]
         log.info("%s", _summary(batch_id, results, time.monotonic() - began))
         if on_batch is not None:
             on_batch(batch_id, results)

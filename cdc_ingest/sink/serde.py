@@ -1,74 +1,149 @@
 """Changelog record -> sink messages (DESIGN section 4): topic, key, value, headers, time.
 
-Values travel from capture already in their output JSON form; numbers with a fraction or an
-exponent (DECIMAL, FLOAT, DOUBLE) are carried through as their exact text, never through a
-float, so ``0.50`` and 65-digit decimals come out as they went in.
+Values travel from capture already in their output JSON form (orjson's compact text), so the
+upsert value is the record's ``after`` object *as it is in the changelog bytes*: msgspec
+decodes only the fields the sink looks at and hands ``after`` (and ``pk``) over as the raw
+JSON text, unparsed. Numbers with a fraction or an exponent (DECIMAL, FLOAT, DOUBLE) therefore
+never go through a float (``0.50`` and 65-digit decimals come out as they went in), and
+integers beyond 64 bits, which orjson cannot write, pass through as well.
+``value.fields-include: EXCEPT_KEY`` decodes ``after`` into its columns, each value still its
+raw JSON text, and writes the others back with orjson.
+
+For any changelog that capture writes (orjson output: compact, strings escaped one canonical
+way, no duplicate keys) this is byte for byte what parsing the record and serializing ``after``
+again would give, only without doing either.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
+import msgspec
 import orjson
 
 Headers = list[tuple[str, bytes]]
 Topics = Callable[[str, str], tuple[str, ...]]
 
+# One sink message: (topic, key, value (None: a tombstone), headers, timestamp ms, "db.table").
+# A plain tuple: the writer makes one per changelog record and sink topic.
+Message = tuple[str, bytes, bytes | None, Headers | None, int, str]
 
-@dataclass(frozen=True, slots=True)
-class SinkMessage:
-    topic: str
-    key: bytes
-    value: bytes | None
-    headers: Headers | None
-    timestamp_ms: int
-    table: str
+# The per-(db, table) part of every message of that table: its topics, headers and name.
+_Route = tuple[tuple[str, ...], Headers | None, str]
 
 
-def decode(value: bytes) -> dict[str, Any]:
-    """Parse a changelog value keeping every non-integer number as its exact JSON text."""
-    body: dict[str, Any] = json.loads(value, parse_float=orjson.Fragment)
-    return body
+class _Record(msgspec.Struct):
+    """The fields of a changelog record the sink reads; the others are skipped unparsed."""
+
+    op: str
+    db: str | None
+    table: str | None
+    pk: msgspec.Raw
+    after: msgspec.Raw
+    ts_ms: int
 
 
-def sink_messages(
-    key: bytes | None,
-    record: dict[str, Any],
-    topics: Topics,
-    except_key: bool,
-    with_headers: bool,
-) -> list[SinkMessage]:
-    """The messages one changelog record becomes: one per routed topic; none for DDL."""
-    op = record["op"]
-    if op == "DDL":
-        return []
-    db, table = record["db"], record["table"]
-    pk: dict[str, Any] = record["pk"]
-    key_bytes = key if key is not None else orjson.dumps(pk)
-    value: bytes | None = None
-    if op != "-D":
-        after: dict[str, Any] = record["after"]
-        if except_key:
-            after = {k: v for k, v in after.items() if k not in pk}
-        value = orjson.dumps(after)
-    headers = (
-        [("namespace", b""), ("schemaName", db.encode()), ("tableName", table.encode())]
-        if with_headers
-        else None
-    )
-    name = f"{db}.{table}"
-    ts = int(record["ts_ms"])
-    return [SinkMessage(t, key_bytes, value, headers, ts, name) for t in topics(db, table)]
+class _RecordColumns(msgspec.Struct):
+    """The same with ``pk`` and ``after`` as their columns (``EXCEPT_KEY``)."""
+
+    op: str
+    db: str | None
+    table: str | None
+    pk: dict[str, msgspec.Raw] | None
+    after: dict[str, msgspec.Raw] | None
+    ts_ms: int
 
 
-def last_per_key(messages: list[SinkMessage]) -> list[SinkMessage]:
+_DECODE = msgspec.json.Decoder(_Record).decode
+_DECODE_COLUMNS = msgspec.json.Decoder(_RecordColumns).decode
+
+
+def _json(columns: dict[str, msgspec.Raw]) -> bytes:
+    return orjson.dumps({name: orjson.Fragment(bytes(raw)) for name, raw in columns.items()})
+
+
+class SinkSerde:
+    """Turns changelog records into sink messages; built once per task from the settings.
+
+    :meth:`add` is the per-record hot path: it appends to a list the caller owns and keeps
+    what every message of a table shares (topics, headers, name) in a per-table cache.
+    """
+
+    def __init__(self, topics: Topics, except_key: bool, with_headers: bool) -> None:
+        self._topics = topics
+        self._except_key = except_key
+        self._with_headers = with_headers
+        self._routes: dict[tuple[str | None, str | None], _Route] = {}
+
+    def _route(self, db: str | None, table: str | None) -> _Route:
+        if db is None or table is None:
+            raise msgspec.ValidationError("a row change needs `db` and `table`")
+        headers: Headers | None = (
+            [("namespace", b""), ("schemaName", db.encode()), ("tableName", table.encode())]
+            if self._with_headers
+            else None
+        )  # one list shared by the table's messages: the producer only reads it
+        route = self._routes[(db, table)] = (self._topics(db, table), headers, f"{db}.{table}")
+        return route
+
+    def add(self, out: list[Message], key: bytes | None, value: bytes) -> int:
+        """Append the messages of one changelog record to ``out``: one per routed topic,
+        none for DDL. Returns the record's ``ts_ms``. Raises ``ValueError`` (a
+        ``msgspec.DecodeError``) for a value that is not a changelog record."""
+        if self._except_key:
+            return self._add_except_key(out, key, value)
+        record = _DECODE(value)
+        op, ts = record.op, record.ts_ms
+        if op == "DDL":
+            return ts
+        route = self._routes.get((record.db, record.table))
+        if route is None:
+            route = self._route(record.db, record.table)
+        topics, headers, name = route
+        if key is None:
+            key = bytes(record.pk)
+        body = None if op == "-D" else bytes(record.after)
+        if len(topics) == 1:
+            out.append((topics[0], key, body, headers, ts, name))
+        else:
+            out.extend([(topic, key, body, headers, ts, name) for topic in topics])
+        return ts
+
+    def _add_except_key(self, out: list[Message], key: bytes | None, value: bytes) -> int:
+        record = _DECODE_COLUMNS(value)
+        op, ts = record.op, record.ts_ms
+        if op == "DDL":
+            return ts
+        route = self._routes.get((record.db, record.table))
+        if route is None:
+            route = self._route(record.db, record.table)
+        topics, headers, name = route
+        pk = record.pk or {}
+        if key is None:
+            key = b"null" if record.pk is None else _json(pk)
+        body = None
+        if op != "-D":
+            after = record.after
+            body = (
+                b"null"
+                if after is None
+                else _json({k: v for k, v in after.items() if k not in pk})
+            )
+        out.extend([(topic, key, body, headers, ts, name) for topic in topics])
+        return ts
+
+    def messages(self, key: bytes | None, value: bytes) -> list[Message]:
+        """The messages of one changelog record (tests, tools; the writer uses :meth:`add`)."""
+        out: list[Message] = []
+        self.add(out, key, value)
+        return out
+
+
+def last_per_key(messages: list[Message]) -> list[Message]:
     """``sink.buffer-flush``: only the last message per (topic, key), in last-write order."""
-    latest: dict[tuple[str, bytes], SinkMessage] = {}
+    latest: dict[tuple[str, bytes], Message] = {}
     for msg in messages:
-        slot = (msg.topic, msg.key)
+        slot = (msg[0], msg[1])
         latest.pop(slot, None)
         latest[slot] = msg
     return list(latest.values())

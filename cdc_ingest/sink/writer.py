@@ -18,15 +18,21 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cdc_ingest.config import PipelineDef
+from confluent_kafka import KafkaException, Producer
+
+from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka import TransactionalProducer, client_config
 from cdc_ingest.kafka.offsets import GroupOffsets, offset_list
 from cdc_ingest.kafka.producer import PlainProducer
 from cdc_ingest.routing.routes import Router
-from cdc_ingest.sink.serde import SinkMessage, decode, last_per_key, sink_messages
+from cdc_ingest.sink.changelog import ChangelogBatches, Columns, row_columns
+from cdc_ingest.sink.serde import Message, SinkSerde, last_per_key
 from cdc_ingest.sink.topics import SinkTopics
+
+if TYPE_CHECKING:  # the config models (pydantic) are the driver's; tasks need not import them
+    from cdc_ingest.config import PipelineDef
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +112,17 @@ def _sink_topics(settings: SinkSettings) -> SinkTopics:
     return topics
 
 
+# What the sink produces without a transaction is sent at the next flush anyway, which
+# ignores linger.ms: a long linger costs no latency and makes fewer, larger produce requests
+# (less broker CPU), as TransactionalProducer's own default does for exactly-once.
+# ``properties.linger.ms`` wins.
+PLAIN_PRODUCER_DEFAULTS: dict[str, Any] = {"linger.ms": 50}
+
+
+def _plain_config(settings: SinkSettings) -> dict[str, Any]:
+    return {**PLAIN_PRODUCER_DEFAULTS, **settings.kafka}
+
+
 def _transactional(settings: SinkSettings, partition: int) -> TransactionalProducer:
     """A new producer per task: registering the id fences any older attempt of this
     partition's task (in whatever worker it runs) and aborts what it left open, so the
@@ -121,7 +138,7 @@ def _plain(settings: SinkSettings) -> PlainProducer:
     producer = _producers.get(key)
     if producer is None:
         exact = settings.guarantee == "at-least-once"
-        producer = _producers[key] = PlainProducer(settings.kafka, idempotent=exact,
+        producer = _producers[key] = PlainProducer(_plain_config(settings), idempotent=exact,
                                                   strict=exact)
     return producer
 
@@ -152,66 +169,121 @@ class _Counters:
 
 
 def write_partition(settings: SinkSettings, rows: Iterable[Any]) -> dict[str, Any]:
-    """Write one changelog partition's rows (``partition, offset, key, value``) to the sinks."""
-    it = iter(rows)
-    first = next(it, None)
+    """Write one changelog partition's records to the sinks.
+
+    ``rows``: a :class:`~cdc_ingest.sink.changelog.ChangelogBatches` (what the Spark job
+    passes), or any rows with ``partition``, ``offset``, ``key``, ``value``, in offset order.
+    """
+    batches = rows.columns() if isinstance(rows, ChangelogBatches) else row_columns(rows)
+    first = next(batches, None)
     counters = _Counters()
     if first is None:
         return counters.as_dict()
-    counters.partition = int(first.partition)
-    all_rows = chain([first], it)
+    counters.partition = first[0]
+    all_batches = chain([first], batches)
     if settings.guarantee == "exactly-once":
-        _exactly_once(settings, counters, all_rows)
+        _exactly_once(settings, counters, all_batches)
     else:
-        _at_least_once(settings, counters, all_rows)
+        _at_least_once(settings, counters, all_batches)
     return counters.as_dict()
 
 
 def _chunks(
-    settings: SinkSettings, counters: _Counters, rows: Iterator[Any], start: int
-) -> Iterator[tuple[list[SinkMessage], int]]:
-    """Rows at or after ``start`` as (messages, last offset) chunks bounded in rows and time."""
-    messages: list[SinkMessage] = []
-    began = time.monotonic()
+    settings: SinkSettings, counters: _Counters, batches: Iterator[tuple[int, Columns]],
+    start: int,
+) -> Iterator[tuple[list[Message], int]]:  # fmt: skip
+    """Records at or after ``start`` as (messages, last offset) chunks bounded in rows and
+    time. The per-record loop: everything it can is looked up once, before it."""
+    add = SinkSerde(settings.router.sink_topics, settings.except_key, settings.with_headers).add
+    monotonic = time.monotonic
     limit = settings.max_tx_rows
     if settings.buffer_max_rows:
         limit = min(limit, settings.buffer_max_rows)
-    last = -1
-    for row in rows:
-        offset = int(row.offset)
-        counters.rows_in += 1
-        if offset < start:
-            counters.skipped += 1  # an earlier attempt already committed it
-            continue
-        record = decode(row.value)
-        messages.extend(
-            sink_messages(row.key, record, settings.router.sink_topics, settings.except_key,
-                          settings.with_headers)
-        )
-        counters.max_event_ts_ms = max(counters.max_event_ts_ms, int(record["ts_ms"]))
-        last = offset
-        if len(messages) >= limit or time.monotonic() - began >= settings.max_tx_seconds:
-            yield messages, last
-            messages, began = [], time.monotonic()
+    max_seconds = settings.max_tx_seconds
+    partition = counters.partition
+    messages: list[Message] = []
+    began = monotonic()
+    last = previous = -1
+    max_ts = counters.max_event_ts_ms
+    for batch_partition, (offsets, keys, values) in batches:
+        if batch_partition != partition:
+            raise SinkError(
+                f"one sink task got changelog partitions {partition} and {batch_partition}: "
+                "each partition's range must be one task (DESIGN section 5, hop 2)"
+            )
+        if offsets[0] <= previous:
+            raise SinkError(
+                f"changelog partition {partition}: offset {offsets[0]} came after {previous}; "
+                "a task must get its range in offset order"
+            )
+        previous = offsets[-1]
+        counters.rows_in += len(offsets)
+        for offset, key, value in zip(offsets, keys, values, strict=True):
+            if offset < start:
+                counters.skipped += 1  # an earlier attempt already committed it
+                continue
+            try:
+                ts = add(messages, key, value)
+            except ValueError as exc:
+                raise SinkError(
+                    f"{settings.changelog_topic} partition {partition} offset {offset} is not "
+                    f"a changelog record this sink can read: {exc}"
+                ) from exc
+            if ts > max_ts:  # noqa: PLR1730 - cheaper than calling max() per record
+                max_ts = ts
+            last = offset
+            if len(messages) >= limit or monotonic() - began >= max_seconds:
+                counters.max_event_ts_ms = max_ts
+                yield messages, last
+                messages, began = [], monotonic()
+    counters.max_event_ts_ms = max_ts
     if last >= 0:
         yield messages, last
 
 
+def _raw_producer(producer: Any) -> Producer | None:
+    """The confluent-kafka producer inside a :class:`TransactionalProducer`, to produce
+    without the wrapper's per-message work; None when it is not reachable."""
+    if not isinstance(producer, TransactionalProducer):
+        return None  # PlainProducer's wrapper adds the delivery callback: always through it
+    return producer.client
+
+
 def _produce(producer: Any, settings: SinkSettings, counters: _Counters,
-             messages: list[SinkMessage]) -> None:
+             messages: list[Message]) -> None:
     if settings.buffer_max_rows:
         messages = last_per_key(messages)
     topics = _sink_topics(settings)
-    for msg in messages:
-        topics.ensure(msg.topic)
-        producer.produce(msg.topic, msg.key, msg.value, headers=msg.headers,
-                         timestamp_ms=msg.timestamp_ms)
-        counters.rows_out += 1
-        counters.bytes_out += len(msg.key) + (len(msg.value) if msg.value else 0)
-        counters.per_table[msg.table] = counters.per_table.get(msg.table, 0) + 1
+    for topic in dict.fromkeys(msg[0] for msg in messages):
+        topics.ensure(topic)
+    raw = _raw_producer(producer)
+    per_table = counters.per_table
+    size = 0
+    if raw is None:
+        for topic, key, value, headers, ts, table in messages:
+            producer.produce(topic, key, value, headers=headers, timestamp_ms=ts)
+            size += len(key) + (len(value) if value else 0)
+            per_table[table] = per_table.get(table, 0) + 1
+    else:
+        produce: Any = raw.produce  # Any: its stubs want headers as a list of str | bytes
+        for topic, key, value, headers, ts, table in messages:
+            try:
+                # what the wrapper sends: headers=None and timestamp=0 are librdkafka's
+                # "none" and "now", as when the wrapper leaves them out
+                produce(topic, value, key, headers=headers, timestamp=ts)
+            except (BufferError, KafkaException):
+                # Not queued. The wrapper waits for room in the queue, and turns a Kafka
+                # error into FencedError or SinkError; or it is queued this time.
+                producer.produce(topic, key, value, headers=headers, timestamp_ms=ts)
+            size += len(key) + (len(value) if value else 0)
+            per_table[table] = per_table.get(table, 0) + 1
+    counters.rows_out += len(messages)
+    counters.bytes_out += size
 
 
-def _exactly_once(settings: SinkSettings, counters: _Counters, rows: Iterator[Any]) -> None:
+def _exactly_once(
+    settings: SinkSettings, counters: _Counters, batches: Iterator[tuple[int, Columns]]
+) -> None:
     """DESIGN section 5, hop 2, for one changelog partition."""
     partition = counters.partition
     # 1. Our transactional id for this partition; creating it fences older attempts.
@@ -220,7 +292,7 @@ def _exactly_once(settings: SinkSettings, counters: _Counters, rows: Iterator[An
         group = _group(settings)
         # 2. What earlier attempts committed: rows below it are already in the sink topics.
         start = group.committed(settings.changelog_topic, [partition]).get(partition, 0)
-        for messages, last in _chunks(settings, counters, rows, start):
+        for messages, last in _chunks(settings, counters, batches, start):
             # 3. One transaction: the sink records and the next input offset, or neither.
             producer.begin()
             try:
@@ -241,13 +313,15 @@ def _exactly_once(settings: SinkSettings, counters: _Counters, rows: Iterator[An
         producer.close()
 
 
-def _at_least_once(settings: SinkSettings, counters: _Counters, rows: Iterator[Any]) -> None:
+def _at_least_once(
+    settings: SinkSettings, counters: _Counters, batches: Iterator[tuple[int, Columns]]
+) -> None:
     """Produce, flush, then record progress in the group (skips what a commit covered)."""
     partition = counters.partition
     producer = _plain(settings)
     group = _group(settings)
     start = group.committed(settings.changelog_topic, [partition]).get(partition, 0)
-    for messages, last in _chunks(settings, counters, rows, start):
+    for messages, last in _chunks(settings, counters, batches, start):
         _produce(producer, settings, counters, messages)
         began = time.monotonic()
         producer.flush()

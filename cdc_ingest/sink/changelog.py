@@ -1,0 +1,109 @@
+"""A sink task: one changelog partition's records, in offset order, to the writer.
+
+The Spark job hands a task its rows as Arrow record batches (``DataFrame.mapInArrow``);
+:class:`ChangelogBatches` turns each batch into plain Python lists in bulk, with no object per
+row. It is also an iterable of :class:`ChangelogRow`, the form any writer can take.
+
+:func:`run_task` lives here rather than in ``job`` so that a Python worker imports only what
+the writer needs, not the driver's modules (the pydantic config models, the Spark session).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from cdc_ingest.errors import SinkError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+COLUMNS = ("partition", "offset", "key", "value")
+RESULT = "counters"  # the one column a task returns: its counters as a JSON object
+RESULT_SCHEMA = f"{RESULT} string"
+
+# One batch of records: offsets (ascending), keys (None for DDL records), values.
+Columns = tuple[list[int], list[bytes | None], list[bytes]]
+
+# write(settings, rows) -> counters: what a task runs (writer.write_partition)
+Writer = Callable[[Any, Iterable[Any]], dict[str, Any]]
+
+
+class ChangelogRow(NamedTuple):
+    """One changelog record (key and value as ``bytes``)."""
+
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes
+
+
+class ChangelogBatches:
+    """One task's changelog records as Arrow record batches of :data:`COLUMNS`.
+
+    Read once: either :meth:`columns` or iteration.
+    """
+
+    def __init__(self, batches: Iterable[pa.RecordBatch]) -> None:
+        self._batches = iter(batches)
+
+    def columns(self) -> Iterator[tuple[int, Columns]]:
+        """Per non-empty batch: its changelog partition and its columns as lists.
+
+        Raises :class:`SinkError` for a batch that mixes partitions: one task must write one
+        partition's range under that partition's transactional id.
+        """
+        for batch in self._batches:
+            if not batch.num_rows:
+                continue
+            partitions = batch.column(0).unique()
+            if len(partitions) != 1:
+                raise SinkError(
+                    f"one sink task got rows of changelog partitions {partitions.to_pylist()}"
+                )
+            offsets: list[int] = batch.column(1).to_pylist()
+            keys: list[bytes | None] = batch.column(2).to_pylist()
+            values: list[bytes] = batch.column(3).to_pylist()
+            yield partitions[0].as_py(), (offsets, keys, values)
+
+    def __iter__(self) -> Iterator[ChangelogRow]:
+        for partition, (offsets, keys, values) in self.columns():
+            for offset, key, value in zip(offsets, keys, values, strict=True):
+                yield ChangelogRow(partition, offset, key, value)
+
+
+def row_columns(rows: Iterable[Any], size: int = 10_000) -> Iterator[tuple[int, Columns]]:
+    """Rows with ``partition``, ``offset``, ``key``, ``value`` (in offset order) as batches
+    of :data:`Columns`, like :meth:`ChangelogBatches.columns`."""
+    offsets: list[int] = []
+    keys: list[bytes | None] = []
+    values: list[bytes] = []
+    partition: int | None = None
+    for row in rows:
+        if partition is None:
+            partition = int(row.partition)
+        elif row.partition != partition:
+            raise SinkError(
+                f"one sink task got rows of changelog partitions {partition} and {row.partition}"
+            )
+        offsets.append(int(row.offset))
+        keys.append(None if row.key is None else bytes(row.key))
+        values.append(bytes(row.value))
+        if len(offsets) >= size:
+            yield partition, (offsets, keys, values)
+            offsets, keys, values = [], [], []
+    if offsets and partition is not None:
+        yield partition, (offsets, keys, values)
+
+
+def run_task(
+    write: Writer, settings: Any, batches: Iterable[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """One Spark task (``mapInArrow``): one changelog partition's offset range -> one row of
+    :data:`RESULT_SCHEMA`, what ``write(settings, rows)`` returned."""
+    import pyarrow as pa  # noqa: PLC0415 - only tasks need it, and a worker has it loaded
+
+    counters = write(settings, ChangelogBatches(batches))
+    yield pa.RecordBatch.from_arrays([pa.array([json.dumps(counters)], pa.string())],
+                                     names=[RESULT])

@@ -1,0 +1,179 @@
+"""The sink writer's per-record path without Kafka: Arrow batches -> columns -> transaction
+chunks, and producing through the raw client with the wrapper's semantics on failures."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pytest
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from cdc_ingest.errors import FencedError, SinkError
+from cdc_ingest.kafka import TransactionalProducer
+from cdc_ingest.kafka.producer import PlainProducer
+from cdc_ingest.routing.routes import Router, RouteRule
+from cdc_ingest.sink import writer
+from cdc_ingest.sink.changelog import RESULT, ChangelogBatches, ChangelogRow, row_columns, run_task
+from cdc_ingest.sink.serde import Message
+
+NO_BROKER = {"bootstrap.servers": "127.0.0.1:9", "log_level": 0}
+
+
+def _value(n: int, op: str = "+I") -> bytes:
+    row = {"id": n, "amount": orjson.Fragment(b"0.50")}
+    return orjson.dumps({"v": 1, "op": op, "db": "d", "table": "t", "pk": {"id": n},
+                         "before": None, "after": None if op == "-D" else row,
+                         "ts_ms": 1000 + n, "pos": f"p#{n}"})
+
+
+def _batch(partition: int, offsets: list[int]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict({
+        "partition": pa.array([partition] * len(offsets), pa.int32()),
+        "offset": pa.array(offsets, pa.int64()),
+        "key": pa.array([orjson.dumps({"id": o}) for o in offsets], pa.binary()),
+        "value": pa.array([_value(o) for o in offsets], pa.binary()),
+    })  # fmt: skip
+
+
+def _settings(**changes: Any) -> writer.SinkSettings:
+    values: dict[str, Any] = {
+        "kafka": dict(NO_BROKER), "changelog_topic": "cl", "group_id": "g",
+        "transactional_id_prefix": "x", "guarantee": "exactly-once",
+        "router": Router([RouteRule.compile("d.t", "sink")]), "except_key": False,
+        "with_headers": True, "buffer_max_rows": 0, "buffer_interval_s": 0.0,
+        "topic_partitions": None, "topic_replication": None, **changes,
+    }  # fmt: skip
+    return writer.SinkSettings(**values)
+
+
+def test_arrow_batches_become_columns_and_rows() -> None:
+    batches = [_batch(1, [5, 6]), _batch(1, []), _batch(1, [7])]
+    columns = list(ChangelogBatches(batches).columns())
+    assert [(p, offsets) for p, (offsets, _, _) in columns] == [(1, [5, 6]), (1, [7])]
+    assert all(isinstance(k, bytes) and isinstance(v, bytes)
+               for _, (_, keys, values) in columns for k, v in zip(keys, values, strict=True))
+    rows = list(ChangelogBatches(batches))
+    assert rows[0] == ChangelogRow(1, 5, b'{"id":5}', _value(5)) and len(rows) == 3
+
+
+def test_a_task_with_two_partitions_is_refused() -> None:
+    mixed = pa.concat_batches([_batch(0, [1]), _batch(1, [2])])
+    with pytest.raises(SinkError, match="partitions"):
+        list(ChangelogBatches([mixed]).columns())
+    rows = [ChangelogRow(0, 1, b"k", b"v"), ChangelogRow(1, 2, b"k", b"v")]
+    with pytest.raises(SinkError, match="partitions"):
+        list(row_columns(rows, size=1))
+    counters = writer._Counters(partition=0)
+    split = iter([(0, ([1], [b"k"], [_value(1)])), (1, ([2], [b"k"], [_value(2)]))])
+    with pytest.raises(SinkError, match="partitions"):
+        list(writer._chunks(_settings(), counters, split, 0))
+
+
+def test_chunks_skip_what_was_committed_and_bound_transactions_in_rows() -> None:
+    settings = _settings(max_tx_rows=3)
+    counters = writer._Counters(partition=1)
+    batches = ChangelogBatches([_batch(1, [10, 11, 12, 13]), _batch(1, [14, 15, 16])]).columns()
+    chunks = [(len(messages), last) for messages, last
+              in writer._chunks(settings, counters, batches, start=12)]
+    assert chunks == [(3, 14), (2, 16)]
+    assert (counters.rows_in, counters.skipped, counters.max_event_ts_ms) == (7, 2, 1016)
+
+
+def test_a_record_that_cannot_be_read_names_its_offset() -> None:
+    counters = writer._Counters(partition=0)
+    batches = iter([(0, ([3], [b"k"], [b'{"op":"+I"}']))])
+    with pytest.raises(SinkError, match="cl partition 0 offset 3"):
+        list(writer._chunks(_settings(), counters, batches, 0))
+
+
+def test_an_empty_task_writes_nothing() -> None:
+    assert writer.write_partition(_settings(), ChangelogBatches([]))["partition"] == -1
+    assert writer.write_partition(_settings(), [])["rows_in"] == 0
+
+
+# -- producing ---------------------------------------------------------------------------
+
+
+class _Raw(Producer):  # type: ignore[misc]
+    """A client that records what it is given and fails as told."""
+
+    def __init__(self, failures: list[BaseException]) -> None:
+        super().__init__(NO_BROKER)
+        self.failures = failures
+        self.sent: list[tuple[Any, ...]] = []
+
+    def produce(self, topic: str, value: Any = None, key: Any = None, **kwargs: Any) -> None:
+        if self.failures:
+            raise self.failures.pop(0)
+        self.sent.append((topic, key, value, kwargs.get("headers"), kwargs.get("timestamp")))
+
+
+class _Topics:
+    def ensure(self, topic: str) -> None:
+        pass
+
+
+@pytest.fixture
+def messages(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Message]]:
+    monkeypatch.setattr(writer, "_sink_topics", lambda settings: _Topics())
+    headers = [("namespace", b"")]
+    yield [("a", b"k1", b"v1", headers, 5, "d.t"), ("a", b"k2", None, None, 6, "d.t")]
+
+
+def _transactional(raw: _Raw) -> TransactionalProducer:
+    producer = TransactionalProducer(NO_BROKER, "test.unit")
+    producer._producer = raw
+    return producer
+
+
+def test_the_transactional_producer_is_used_raw_and_the_plain_one_through_its_wrapper() -> None:
+    # If the wrapper's client attribute is renamed, this says that the fast path is lost.
+    assert isinstance(writer._raw_producer(TransactionalProducer(NO_BROKER, "t")), Producer)
+    assert writer._raw_producer(PlainProducer(NO_BROKER, idempotent=False)) is None
+
+
+def test_produce_sends_what_the_wrapper_would(messages: list[Message]) -> None:
+    raw = _Raw([BufferError("queue full")])  # the wrapper waits for room and sends again
+    counters = writer._Counters()
+    writer._produce(_transactional(raw), _settings(), counters, messages)
+    assert raw.sent == [("a", b"k1", b"v1", [("namespace", b"")], 5),
+                        ("a", b"k2", None, None, 6)]
+    assert (counters.rows_out, counters.bytes_out, counters.per_table) == (2, 6, {"d.t": 2})
+
+
+def test_a_kafka_error_on_produce_is_the_wrappers_error(messages: list[Message]) -> None:
+    fenced = KafkaException(KafkaError(KafkaError._FENCED))
+    with pytest.raises(FencedError):
+        writer._produce(_transactional(_Raw([fenced, fenced])), _settings(), writer._Counters(),
+                        messages)
+    failed = KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT))
+    with pytest.raises(SinkError, match="producing to a"):
+        writer._produce(_transactional(_Raw([failed, failed])), _settings(), writer._Counters(),
+                        messages)
+
+
+def test_batches_out_of_offset_order_are_refused() -> None:
+    batches = iter([(0, ([5, 6], [b"k", b"k"], [_value(5), _value(6)])),
+                    (0, ([6], [b"k"], [_value(6)]))])
+    with pytest.raises(SinkError, match="offset order"):
+        list(writer._chunks(_settings(), writer._Counters(partition=0), batches, 0))
+
+
+def test_plain_sink_producers_linger_longer_unless_the_properties_say_otherwise() -> None:
+    assert writer._plain_config(_settings())["linger.ms"] == 50
+    assert writer._plain_config(_settings(kafka={**NO_BROKER, "linger.ms": 7}))["linger.ms"] == 7
+
+
+def test_a_task_returns_what_its_writer_returned_as_one_json_row() -> None:
+    def write(settings: Any, rows: Any) -> dict[str, Any]:
+        seen = list(rows)
+        return {"partition": seen[0].partition, "rows_in": len(seen), "per_table": {"d.t": 1}}
+
+    [out] = list(run_task(write, None, [_batch(3, [1, 2])]))
+    assert out.schema.names == [RESULT]
+    assert json.loads(out.column(0)[0].as_py()) == {"partition": 3, "rows_in": 2,
+                                                    "per_table": {"d.t": 1}}
