@@ -53,7 +53,8 @@ class SinkSettings:
     buffer_interval_s: float
     topic_partitions: int | None
     topic_replication: int | None
-    max_tx_rows: int = 5_000
+    # rows per sink transaction: each commit (with its offsets) waits ~10-30 ms for the broker
+    max_tx_rows: int = 50_000
     max_tx_seconds: float = 10.0
 
     def transactional_id(self, partition: int) -> str:
