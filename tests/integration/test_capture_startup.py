@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from cdc_ingest.capture.positions import PositionStore
+from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer, read_topic
+from cdc_ingest.model import Position
 from tests.conftest import admin_conn
 from tests.integration.pipeline_helpers import (
     changelog,
+    gtid_now,
     rows_of,
     start_capture,
     stop,
@@ -94,3 +98,68 @@ def test_idle_capture_still_advances_its_committed_position(
     finally:
         assert stop(proc) == 0, log.read_text()
     assert rows_of(changelog(kafka, name)) == []
+
+
+def _positions(kafka: Any, name: str) -> list[Position]:
+    """Every committed position of a pipeline, in commit order."""
+    return [Position.from_json(m.value) for m in
+            read_topic({"bootstrap.servers": kafka.bootstrap}, f"cdc-ingest.{name}.offsets")
+            if m.value is not None]
+
+
+def test_a_large_transaction_spans_kafka_transactions_and_resumes_inside(
+    mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Path
+) -> None:
+    conn = admin_conn(mariadb, fresh_db)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE big (id INT PRIMARY KEY, v VARCHAR(20))")
+    start = gtid_now(mariadb)
+    with conn.cursor() as cur:  # one MySQL transaction of 2,500 rows
+        cur.execute("INSERT INTO big SELECT seq, CONCAT('v', seq) FROM seq_1_to_2500")
+    conn.commit()
+    conn.close()
+    source = {"scan.startup.mode": "specific-offset",
+              "scan.startup.specific-offset.gtid-set": start,
+              "capture.transaction.max-rows": 1000}
+
+    # 1. From the start: three Kafka transactions (1000, 1000, 500 rows), rows #1..#2500.
+    first = f"bigtx-{fresh_db}"
+    config = write_pipeline(tmp_path / "a.yaml", mariadb, kafka, first, f"{fresh_db}.big",
+                            source=source, pipeline={"parallelism": 1})
+    proc = start_capture(config, tmp_path / "a.log")
+    try:
+        records = wait_for(lambda: (r := rows_of(changelog(kafka, first))) and len(r) >= 2500
+                           and r, what="2500 rows")
+    finally:
+        assert stop(proc) == 0, (tmp_path / "a.log").read_text()
+    gtid = records[0]["pos"].split("#")[0]
+    assert [r["pos"] for r in records] == [f"{gtid}#{n}" for n in range(1, 2501)]
+    assert [r["after"]["id"] for r in records] == list(range(1, 2501))
+    inside = [p for p in _positions(kafka, first) if p.tx_gtid == gtid and p.rows_done]
+    assert [p.rows_done for p in inside] == [1000, 2000]
+
+    # 2. A pipeline whose committed position is 1,234 rows into that transaction (as a crash
+    #    there leaves it) captures exactly the rest: rows #1235..#2500, once, in order.
+    second = f"bigtx2-{fresh_db}"
+    resume = replace(inside[0], rows_done=1234)
+    store = PositionStore({"bootstrap.servers": kafka.bootstrap}, f"cdc-ingest.{second}.offsets")
+    TopicAdmin({"bootstrap.servers": kafka.bootstrap}).ensure(
+        TopicSpec(f"cdc-ingest.{second}.offsets", config={"cleanup.policy": "compact"}))
+    producer = TransactionalProducer({"bootstrap.servers": kafka.bootstrap}, f"seed-{second}")
+    producer.init()
+    producer.begin()
+    store.produce(producer, resume)
+    producer.commit()
+    producer.close()
+    config = write_pipeline(tmp_path / "b.yaml", mariadb, kafka, second, f"{fresh_db}.big",
+                            source=source, pipeline={"parallelism": 1})
+    proc = start_capture(config, tmp_path / "b.log")
+    try:
+        rest = wait_for(lambda: (r := rows_of(changelog(kafka, second))) and len(r) >= 1266
+                        and r, what="1266 rows")
+        time.sleep(2)  # nothing more may follow
+        rest = rows_of(changelog(kafka, second))
+    finally:
+        assert stop(proc) == 0, (tmp_path / "b.log").read_text()
+    assert [r["pos"] for r in rest] == [f"{gtid}#{n}" for n in range(1235, 2501)]
+    assert [r["after"]["id"] for r in rest] == list(range(1235, 2501))
