@@ -571,6 +571,23 @@ cdef inline Py_ssize_t _copy(char *out, Py_ssize_t at, bytes piece):
     return at + n
 
 
+cdef inline Py_ssize_t _copy_or_null(char *out, Py_ssize_t at, bytes piece):
+    if piece is None:
+        memcpy(out + at, b"null", 4)
+        return at + 4
+    return _copy(out, at, piece)
+
+
+cdef inline _send(produce, room, topic, bytes value, bytes key, long long ts_ms):
+    """Produce one message, serving the producer while its queue is full."""
+    while True:
+        try:
+            produce(topic, value, key, timestamp=ts_ms)
+            return
+        except BufferError:
+            room()
+
+
 cdef class RowEncoder:
     """Changelog messages of one table layout's rows, produced straight to Kafka.
 
@@ -640,19 +657,9 @@ cdef class RowEncoder:
         cdef Py_ssize_t at = _copy(p, 0, head)
         at = _copy(p, at, key)
         memcpy(p + at, b',"before":', 10)
-        at += 10
-        if before is None:
-            memcpy(p + at, b"null", 4)
-            at += 4
-        else:
-            at = _copy(p, at, before)
+        at = _copy_or_null(p, at + 10, before)
         memcpy(p + at, b',"after":', 9)
-        at += 9
-        if after is None:
-            memcpy(p + at, b"null", 4)
-            at += 4
-        else:
-            at = _copy(p, at, after)
+        at = _copy_or_null(p, at + 9, after)
         at = _copy(p, at, tail)
         memcpy(p + at, digits, nd)
         at += nd
@@ -694,18 +701,8 @@ cdef class RowEncoder:
                     # a key change: -D of the old key, then +I of the new one
                     value = self._value(self.head_d, old_key, old_json, None, tail, no)
                     value2 = self._value(self.head_i, key, None, row_json, tail, no)
-                    while True:
-                        try:
-                            produce(topic, value, old_key, timestamp=ts_ms)
-                            break
-                        except BufferError:
-                            room()
+                    _send(produce, room, topic, value, old_key, ts_ms)
                     value = value2
-            while True:
-                try:
-                    produce(topic, value, key, timestamp=ts_ms)
-                    break
-                except BufferError:
-                    room()
+            _send(produce, room, topic, value, key, ts_ms)
             produced += 1
         return produced
