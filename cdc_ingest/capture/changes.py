@@ -157,7 +157,7 @@ def table_encoder(schema: TableSchema, plan: KeyPlan) -> TableEncoder:
 class TableEncoder:
     """Changelog messages of one table layout's rows, produced straight to Kafka."""
 
-    __slots__ = ("_after_null", "_before", "_heads", "_key1", "indexes", "names", "plan")
+    __slots__ = ("_heads", "_key1", "indexes", "names", "plan")
 
     def __init__(self, schema: TableSchema, plan: KeyPlan) -> None:
         self.plan = plan
