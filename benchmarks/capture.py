@@ -39,13 +39,13 @@ from _common import (
     mysql_conn,
     peak_rss_bytes,
     ratios,
+    read_committed,
     services_from_args,
     setup_logging,
     stop_process,
     table,
     write_json,
 )
-from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import HeartbeatLogEvent
@@ -293,36 +293,8 @@ def _server_cpu(svc: Services) -> dict[str, float | None]:
 
 
 def count_committed(bootstrap: str, topic: str, timeout_s: float = 120.0) -> int:
-    """How many committed records ``topic`` holds (read_committed, batched consume)."""
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap,
-        "group.id": f"cdc-ingest-bench-{secrets.token_hex(6)}",
-        "enable.auto.commit": False,
-        "isolation.level": "read_committed",
-        "auto.offset.reset": "earliest",
-        "enable.partition.eof": True,
-    })
-    try:
-        meta = consumer.list_topics(topic, timeout=30)
-        partitions = list(meta.topics[topic].partitions)
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        pending, count = set(partitions), 0
-        deadline = time.monotonic() + timeout_s
-        while pending:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"counting {topic}: partitions {sorted(pending)} never ended")
-            for msg in consumer.consume(10_000, 1.0):
-                err = msg.error()
-                if err is None:
-                    count += 1
-                    deadline = time.monotonic() + timeout_s
-                elif err.code() == KafkaError._PARTITION_EOF:
-                    pending.discard(msg.partition())
-                else:
-                    raise RuntimeError(f"counting {topic}: {err}")
-        return count
-    finally:
-        consumer.close()
+    """How many committed records ``topic`` holds (read_committed)."""
+    return read_committed(bootstrap, topic, lambda _msg: None, timeout_s)
 
 
 def run_capture(
