@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -25,13 +24,14 @@ from typing import Any
 from _common import log_tail, mysql_conn, stop_process
 from capture import gtid_reached
 
-from cdc_ingest.services._process import cache_dir, file_lock, free_port
+from cdc_ingest import maven
+from cdc_ingest.services._process import free_port
 
 log = logging.getLogger("benchmarks.debezium")
 
 DEBEZIUM_VERSION = "3.5.0.Final"  # the newest 3.x Final of the MariaDB connector on Central;
 CONNECT_VERSION = "4.1.1"  # built against Kafka 4.1.1 (its version.kafka), like our broker
-SLF4J_VERSION = "2.0.16"  # as cdc_ingest/services/kafka-pom.xml
+SLF4J_VERSION = "2.0.16"  # as cdc_ingest/services/kafka.py
 LOG4J_VERSION = "2.24.3"
 
 CONNECTOR_CLASS = "io.debezium.connector.mariadb.MariaDbConnector"
@@ -74,106 +74,28 @@ class DebeziumError(RuntimeError):
 
 # -- jars ------------------------------------------------------------------------------------
 
-_POM = """<?xml version="1.0" encoding="UTF-8"?>
-<!-- Written by benchmarks/_debezium.py: the jars to run Debezium's MariaDB connector
-     {debezium} in Kafka Connect {connect} standalone mode. -->
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>io.cdc-ingest.local</groupId>
-  <artifactId>debezium-connect-jars</artifactId>
-  <version>1</version>
-  <packaging>pom</packaging>
-  <dependencies>
-    <dependency>
-      <groupId>org.apache.kafka</groupId>
-      <artifactId>connect-runtime</artifactId>
-      <version>{connect}</version>
-    </dependency>
-    <dependency>
-      <groupId>org.apache.kafka</groupId>
-      <artifactId>connect-json</artifactId>
-      <version>{connect}</version>
-    </dependency>
-    <dependency>
-      <groupId>io.debezium</groupId>
-      <artifactId>debezium-connector-mariadb</artifactId>
-      <version>{debezium}</version>
-    </dependency>
-    <!-- slf4j-api 2.x wins over the 1.7 that connect-runtime brings; log4j2 writes the file -->
-    <dependency>
-      <groupId>org.slf4j</groupId>
-      <artifactId>slf4j-api</artifactId>
-      <version>{slf4j}</version>
-    </dependency>
-    <dependency>
-      <groupId>org.apache.logging.log4j</groupId>
-      <artifactId>log4j-slf4j2-impl</artifactId>
-      <version>{log4j}</version>
-    </dependency>
-    <dependency>
-      <groupId>org.apache.logging.log4j</groupId>
-      <artifactId>log4j-core</artifactId>
-      <version>{log4j}</version>
-    </dependency>
-  </dependencies>
-  <build>
-    <plugins>
-      <plugin>
-        <groupId>org.apache.maven.plugins</groupId>
-        <artifactId>maven-dependency-plugin</artifactId>
-        <version>3.8.1</version>
-      </plugin>
-    </plugins>
-  </build>
-</project>
-"""
-
-
 def fetch_jars(debezium: str = DEBEZIUM_VERSION, connect: str = CONNECT_VERSION) -> Path:
     """Debezium + Kafka Connect jars in ``.cache/debezium/<debezium>-connect-<connect>/libs``,
     fetched with Maven on first use (under a lock; safe to run twice or concurrently)."""
-    root = cache_dir() / "debezium" / f"{debezium}-connect-{connect}"
-    libs, done = root / "libs", root / ".complete"
-    if done.exists():
-        return libs
-    if shutil.which("mvn") is None:
-        raise DebeziumError("`mvn` is not on PATH: install Maven (Debian: apt-get install "
-                            "maven); it fetches the Debezium and Kafka Connect jars")
-    with file_lock(root.parent / f"{root.name}.lock"):
-        if done.exists():
-            return libs
-        log.info("fetching Debezium %s and Kafka Connect %s jars from Maven Central into %s",
-                 debezium, connect, libs)
-        started = time.monotonic()
-        shutil.rmtree(libs, ignore_errors=True)
-        root.mkdir(parents=True, exist_ok=True)
-        (root / "pom.xml").write_text(_POM.format(debezium=debezium, connect=connect,
-                                                  slf4j=SLF4J_VERSION, log4j=LOG4J_VERSION))
-        cmd = ["mvn", "-q", "-B", "-Dstyle.color=never", "dependency:copy-dependencies",
-               f"-DoutputDirectory={libs}", "-DincludeScope=runtime"]
-        try:
-            result = subprocess.run(cmd, cwd=root, stdin=subprocess.DEVNULL,
-                                    capture_output=True, text=True, timeout=1800, check=False)
-        except subprocess.TimeoutExpired as exc:
-            raise DebeziumError(f"Maven did not finish in 30 min: {' '.join(cmd)} "
-                                f"(in {root})") from exc
-        if result.returncode != 0:
-            output = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr)
-            tail = "\n".join(output.strip().splitlines()[-30:])
-            raise DebeziumError(
-                f"fetching the Debezium {debezium} / Kafka Connect {connect} jars failed "
-                f"(mvn exit {result.returncode}; it needs Maven Central, see "
-                f"{root / 'pom.xml'}):\n{' '.join(cmd)}\n{tail}")
-        wanted = [f"debezium-connector-mariadb-{debezium}.jar",
-                  f"debezium-connect-plugins-{debezium}.jar",  # ExtractNewRecordState
-                  f"connect-runtime-{connect}.jar", f"connect-json-{connect}.jar"]
-        missing = [name for name in wanted if not (libs / name).is_file()]
-        if missing:
-            raise DebeziumError(f"Maven finished but {libs} lacks {', '.join(missing)}")
-        jars = sorted(p.name for p in libs.glob("*.jar"))
-        done.write_text("".join(f"{name}\n" for name in jars))
-        log.info("fetched %d jars in %.1f s", len(jars), time.monotonic() - started)
-    return libs
+    try:
+        return maven.fetch_jars(
+            f"debezium/{debezium}-connect-{connect}",
+            [
+                f"org.apache.kafka:connect-runtime:{connect}",
+                f"org.apache.kafka:connect-json:{connect}",
+                f"io.debezium:debezium-connector-mariadb:{debezium}",
+                # slf4j-api 2.x wins over the 1.7 that connect-runtime brings; log4j2 writes
+                # the file
+                f"org.slf4j:slf4j-api:{SLF4J_VERSION}",
+                f"org.apache.logging.log4j:log4j-slf4j2-impl:{LOG4J_VERSION}",
+                f"org.apache.logging.log4j:log4j-core:{LOG4J_VERSION}",
+            ],
+            what=f"the Debezium {debezium} and Kafka Connect {connect} jars",
+            folder="libs",
+            required=[f"debezium-connect-plugins-{debezium}.jar"],  # ExtractNewRecordState
+        )
+    except maven.MavenError as exc:
+        raise DebeziumError(str(exc)) from exc
 
 
 def java_version() -> str | None:

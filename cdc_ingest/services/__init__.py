@@ -3,7 +3,8 @@
 ``python -m cdc_ingest.services start`` runs both; tests use them through ``tests/conftest.py``.
 """
 
-from cdc_ingest.services._process import ServiceError, cache_dir
+from cdc_ingest.cache import cache_dir
+from cdc_ingest.services._process import ServiceError
 from cdc_ingest.services.kafka import KafkaBroker, fetch_jars
 from cdc_ingest.services.mariadb import MariaDB
 

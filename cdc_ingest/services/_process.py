@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
@@ -10,8 +9,8 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -28,21 +27,6 @@ _children: dict[int, subprocess.Popen[bytes]] = {}
 
 class ServiceError(CdcIngestError):
     """A local service could not be installed, started or stopped; the message says why."""
-
-
-def cache_dir() -> Path:
-    """Where downloads and default service homes live (git-ignored, safe to delete).
-
-    ``$CDC_INGEST_CACHE`` if set, else ``<checkout>/.cache`` when running from a source checkout,
-    else ``~/.cache/cdc-ingest``.
-    """
-    override = os.environ.get("CDC_INGEST_CACHE")
-    if override:
-        return Path(override).expanduser().resolve()
-    checkout = Path(__file__).resolve().parents[2]
-    if (checkout / "pyproject.toml").is_file() and (checkout / ".git").exists():
-        return checkout / ".cache"
-    return Path.home() / ".cache" / "cdc-ingest"
 
 
 def free_port() -> int:
@@ -182,15 +166,3 @@ def run_checked(cmd: Sequence[str], what: str, timeout: float, cwd: Path | None 
         raise ServiceError(
             f"{what} failed (exit {result.returncode}): {' '.join(cmd)}\n" + "\n".join(output)
         )
-
-
-@contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` (created if missing), across processes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)

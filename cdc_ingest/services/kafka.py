@@ -5,18 +5,16 @@ from __future__ import annotations
 import base64
 import logging
 import shutil
-import time
 import uuid
 from importlib.resources import files
 from pathlib import Path
 from string import Template
 
+from cdc_ingest import maven
 from cdc_ingest.services._kafka_probe import wait_until_ready
 from cdc_ingest.services._process import (
     LOCALHOST,
     ServiceError,
-    cache_dir,
-    file_lock,
     free_port,
     load_state,
     log_tail,
@@ -31,6 +29,8 @@ from cdc_ingest.services._process import (
 log = logging.getLogger(__name__)
 
 DEFAULT_VERSION = "4.1.1"
+SLF4J_VERSION = "2.0.16"
+LOG4J_VERSION = "2.24.3"
 
 
 def _template(name: str) -> Template:
@@ -46,33 +46,22 @@ def _require(tool: str, package: str) -> None:
 
 def fetch_jars(version: str = DEFAULT_VERSION) -> Path:
     """Download Kafka and its logging jars once into the cache; return the ``libs`` folder."""
-    root = cache_dir() / f"kafka-{version}"
-    libs, done = root / "libs", root / ".complete"
-    if done.exists():
-        return libs
-    _require("mvn", "maven")
-    with file_lock(cache_dir() / f"kafka-{version}.lock"):
-        if done.exists():  # another process fetched them while we waited
-            return libs
-        log.info("fetching Kafka %s jars from Maven Central into %s", version, libs)
-        started = time.monotonic()
-        shutil.rmtree(libs, ignore_errors=True)
-        root.mkdir(parents=True, exist_ok=True)
-        (root / "pom.xml").write_text(_template("kafka-pom.xml").substitute(version=version))
-        run_checked(
+    try:
+        return maven.fetch_jars(
+            f"kafka-{version}",
             [
-                "mvn", "-q", "-B", "-Dstyle.color=never", "dependency:copy-dependencies",
-                f"-DoutputDirectory={libs}", "-DincludeScope=runtime",
+                f"org.apache.kafka:kafka_2.13:{version}",
+                # Kafka logs through SLF4J; route it to a log4j2 file appender. slf4j-api 2.x
+                # is listed so that it wins over an older one that Kafka may bring.
+                f"org.slf4j:slf4j-api:{SLF4J_VERSION}",
+                f"org.apache.logging.log4j:log4j-slf4j2-impl:{LOG4J_VERSION}",
+                f"org.apache.logging.log4j:log4j-core:{LOG4J_VERSION}",
             ],
-            f"fetching the Kafka {version} jars with Maven",
-            timeout=1800,
-            cwd=root,
-        )  # fmt: skip
-        if not (libs / f"kafka_2.13-{version}.jar").is_file():
-            raise ServiceError(f"Maven finished but {libs} has no kafka_2.13-{version}.jar")
-        done.write_text(f"{len(list(libs.glob('*.jar')))} jars\n")
-        log.info("fetched the Kafka jars in %.1f s", time.monotonic() - started)
-    return libs
+            what=f"the Kafka {version} jars",
+            folder="libs",
+        )
+    except maven.MavenError as exc:
+        raise ServiceError(str(exc)) from exc
 
 
 def _lines(path: Path) -> list[str]:

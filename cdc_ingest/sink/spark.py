@@ -8,53 +8,21 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import shutil
 import signal
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pyspark
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from cdc_ingest.services._process import ServiceError, cache_dir, file_lock, run_checked
+from cdc_ingest import maven
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MASTER = "local[*]"
 CONNECTOR = "spark-sql-kafka-0-10_2.13"
-
-# The connector and its runtime dependencies. Spark's own modules in it are `provided`, so
-# Maven brings only what the connector adds; what Spark already ships is dropped afterwards.
-_POM = """\
-<?xml version="1.0" encoding="UTF-8"?>
-<!-- Written by cdc_ingest.sink.spark: the Kafka connector jars for Spark {version}. -->
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>io.cdc-ingest.local</groupId>
-  <artifactId>spark-kafka-jars</artifactId>
-  <version>{version}</version>
-  <packaging>pom</packaging>
-  <dependencies>
-    <dependency>
-      <groupId>org.apache.spark</groupId>
-      <artifactId>{connector}</artifactId>
-      <version>{version}</version>
-    </dependency>
-  </dependencies>
-  <build>
-    <plugins>
-      <plugin>
-        <groupId>org.apache.maven.plugins</groupId>
-        <artifactId>maven-dependency-plugin</artifactId>
-        <version>3.8.1</version>
-      </plugin>
-    </plugins>
-  </build>
-</project>
-"""
 
 
 def spark_jars_dir() -> Path:
@@ -77,56 +45,25 @@ def fetch_spark_kafka_jars() -> list[Path]:
     other processes, thanks to a file lock) reuse them.
     """
     version = pyspark.__version__
-    root = cache_dir() / f"spark-kafka-{version}"
-    jars, done = root / "jars", root / ".complete"
-    if not done.exists():
-        with file_lock(cache_dir() / f"spark-kafka-{version}.lock"):
-            if not done.exists():  # else another process fetched them while we waited
-                _download(version, root, jars)
-                done.write_text("".join(f"{p.name}\n" for p in sorted(jars.glob("*.jar"))))
-    return sorted(jars.glob("*.jar"))
-
-
-def _download(version: str, root: Path, jars: Path) -> None:
-    if shutil.which("mvn") is None:
-        raise ServiceError("`mvn` is not on PATH: install it (Debian: apt-get install maven)")
-    log.info("fetching the Spark %s Kafka connector from Maven Central into %s", version, jars)
-    started = time.monotonic()
-    staging = root / "staging"
-    shutil.rmtree(staging, ignore_errors=True)
-    shutil.rmtree(jars, ignore_errors=True)
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "pom.xml").write_text(_POM.format(version=version, connector=CONNECTOR))
-    try:
-        run_checked(
-            [
-                "mvn", "-q", "-B", "-Dstyle.color=never", "dependency:copy-dependencies",
-                f"-DoutputDirectory={staging}", "-DincludeScope=runtime",
-                # group/artifact/version folders: the artifact id is then certain, not
-                # guessed from a file name
-                "-Dmdep.useRepositoryLayout=true",
-            ],
-            f"fetching the Kafka connector for Spark {version} with Maven",
-            timeout=1800,
-            cwd=root,
-        )  # fmt: skip
-    except ServiceError as exc:
-        raise ServiceError(
-            f"{exc}\nFix: the connector {CONNECTOR}:{version} and its dependencies must be "
-            f"on your Maven repository; install a pyspark version whose connector is there."
-        ) from exc
     spark_jars = [p.name for p in spark_jars_dir().glob("*.jar")]
-    jars.mkdir()
-    for jar in sorted(staging.rglob("*.jar")):
-        artifact = jar.parent.parent.name
+
+    def keep(artifact: str) -> bool:
+        # the connector's Spark modules are `provided`, so Maven brings only what it adds;
+        # of that, what Spark already ships is dropped
         if _ships(spark_jars, artifact):
-            log.debug("not adding %s: Spark ships %s", jar.name, artifact)
-        else:
-            shutil.copy2(jar, jars / jar.name)
-    shutil.rmtree(staging)
-    if not (jars / f"{CONNECTOR}-{version}.jar").is_file():
-        raise ServiceError(f"Maven finished but {jars} has no {CONNECTOR}-{version}.jar")
-    log.info("fetched the Spark Kafka connector in %.1f s", time.monotonic() - started)
+            log.debug("not adding %s: Spark ships it", artifact)
+            return False
+        return True
+
+    jars = maven.fetch_jars(
+        f"spark-kafka-{version}",
+        [f"org.apache.spark:{CONNECTOR}:{version}"],
+        what=f"the Kafka connector for Spark {version}",
+        keep=keep,
+        fix=f"The connector {CONNECTOR}:{version} and its dependencies must be on your "
+        "Maven repository; install a pyspark version whose connector is there.",
+    )
+    return sorted(jars.glob("*.jar"))
 
 
 def spark_context_exists() -> bool:
@@ -222,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         jars = fetch_spark_kafka_jars()
-    except ServiceError as exc:
+    except maven.MavenError as exc:
         log.error("%s", exc)
         return 1
     sys.stdout.write(f"SPARK_KAFKA_JARS={','.join(str(p) for p in jars)}\n")

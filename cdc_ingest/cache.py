@@ -1,0 +1,36 @@
+"""Where cdc-ingest keeps what it downloads (jars, service homes), and a lock across processes."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    """Where downloads and default service homes live (git-ignored, safe to delete).
+
+    ``$CDC_INGEST_CACHE`` if set, else ``<checkout>/.cache`` when running from a source checkout,
+    else ``~/.cache/cdc-ingest``.
+    """
+    override = os.environ.get("CDC_INGEST_CACHE")
+    if override:
+        return Path(override).expanduser().resolve()
+    checkout = Path(__file__).resolve().parents[1]  # <checkout>/cdc_ingest/cache.py
+    if (checkout / "pyproject.toml").is_file() and (checkout / ".git").exists():
+        return checkout / ".cache"
+    return Path.home() / ".cache" / "cdc-ingest"
+
+
+@contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (created if missing), across processes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
