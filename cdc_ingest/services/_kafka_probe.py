@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from cdc_ingest.errors import SinkError
+from cdc_ingest.errors import CdcIngestError
 from cdc_ingest.kafka import TopicAdmin
 from cdc_ingest.kafka.admin import transactions_usable
 from cdc_ingest.services._process import wait_until
@@ -26,7 +26,7 @@ def _client_config(bootstrap: str) -> dict[str, Any]:
 def lists_topics(bootstrap: str) -> bool:
     try:
         TopicAdmin(_client_config(bootstrap), timeout_s=2).partitions(READINESS_TRANSACTIONAL_ID)
-    except SinkError:
+    except CdcIngestError:  # Kafka unreachable yet (whichever error class the wrapper uses)
         return False
     return True
 
