@@ -49,7 +49,7 @@ def cli(ctx: click.Context, log_level: str, debug: bool) -> None:
 @config_option
 def validate(config_path: Path) -> None:
     """Check the pipeline definition, then MySQL and Kafka, and say how to fix each problem."""
-    from cdc_ingest.validate import run_validate
+    from cdc_ingest.commands.validate import run_validate
 
     ok = run_validate(config_path, click.echo)
     if not ok:
@@ -95,8 +95,8 @@ def sink(config_path: Path, master: str | None) -> None:
 def start(config_path: Path, master: str | None) -> None:
     """Run capture and the sink together until stopped; if either fails, stop both."""
     from cdc_ingest.capture.options import capture_options
+    from cdc_ingest.commands.supervisor import run_start
     from cdc_ingest.config import load_pipeline
-    from cdc_ingest.supervisor import run_start
 
     capture_options(load_pipeline(config_path))  # config errors now, not in a child
     run_start(config_path, ["--master", master] if master else [])
@@ -121,8 +121,8 @@ def status(config_path: Path, as_json: bool) -> None:
     """Show capture's position against the binlog head and the sink's lag per partition."""
     import json
 
+    from cdc_ingest.commands.status import pipeline_status, render_text
     from cdc_ingest.config import load_pipeline
-    from cdc_ingest.status import pipeline_status, render_text
 
     report = pipeline_status(load_pipeline(config_path))
     if as_json:
@@ -136,7 +136,7 @@ def status(config_path: Path, as_json: bool) -> None:
 @click.option("--no-wait", is_flag=True, help="stop after showing the results")
 def demo(no_wait: bool) -> None:
     """The quick start: local MariaDB and Kafka, a sample shop, the pipeline, live changes."""
-    from cdc_ingest.demo import main as demo_main
+    from cdc_ingest.commands.demo import main as demo_main
 
     demo_main(["--no-wait"] if no_wait else [])
 

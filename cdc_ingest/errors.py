@@ -61,15 +61,12 @@ class PreflightError(CdcIngestError):
 
 
 class SinkError(CdcIngestError):
-    """Kafka refused or failed a write; nothing was committed for it."""
+    """The Spark sink stage failed (its query, a task, a changelog record it cannot read);
+    nothing of the failed batch was committed. Kafka's own failures are
+    :class:`cdc_ingest.kafka.KafkaClientError` (same exit code) and
+    :class:`cdc_ingest.kafka.FencedError` (exit code 6)."""
 
     exit_code = 5
-
-
-class FencedError(SinkError):
-    """Another process took over this pipeline's transactional id."""
-
-    exit_code = 6
 
 
 class PositionPurgedError(SourceError):

@@ -21,6 +21,8 @@ from libc.stdio cimport snprintf
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
+from cdc_ingest.model.changelog import value_tail
+
 
 cdef extern from "time.h" nogil:
     ctypedef long time_t
@@ -578,20 +580,10 @@ cdef inline Py_ssize_t _copy_or_null(char *out, Py_ssize_t at, bytes piece):
     return _copy(out, at, piece)
 
 
-cdef inline _send(produce, room, topic, bytes value, bytes key, long long ts_ms):
-    """Produce one message, serving the producer while its queue is full."""
-    while True:
-        try:
-            produce(topic, value, key, timestamp=ts_ms)
-            return
-        except BufferError:
-            room()
-
-
 cdef class RowEncoder:
     """Changelog messages of one table layout's rows, produced straight to Kafka.
 
-    The compiled twin of :class:`cdc_ingest.capture.changes.TableEncoder` (same arguments,
+    The compiled twin of :class:`cdc_ingest.capture.encode.TableEncoder` (same arguments,
     same bytes): the row dict is built from the decoded values in C, orjson serializes it,
     and the envelope around it is copied from pieces rendered once.
     """
@@ -667,11 +659,10 @@ cdef class RowEncoder:
         p[at + 1] = b'}'
         return out
 
-    def produce_rows(self, produce, room, topic, str kind, list rows, long long first_no,
+    def produce_rows(self, send, topic, str kind, list rows, long long first_no,
                      str pos_prefix, long long ts_ms, keep):
-        """See :meth:`cdc_ingest.capture.changes.TableEncoder.produce_rows`."""
-        cdef bytes pos = self.dumps(pos_prefix + "#")  # '"<prefix>#"'; the closing quote goes
-        cdef bytes tail = b',"ts_ms":%d,"pos":%b' % (ts_ms, pos[:len(pos) - 1])
+        """See :meth:`cdc_ingest.capture.encode.TableEncoder.produce_rows`."""
+        cdef bytes tail = value_tail(ts_ms, pos_prefix)
         cdef long long no = first_no - 1
         cdef Py_ssize_t produced = 0
         cdef int k = 0 if kind == "I" else (2 if kind == "D" else 1)
@@ -701,8 +692,8 @@ cdef class RowEncoder:
                     # a key change: -D of the old key, then +I of the new one
                     value = self._value(self.head_d, old_key, old_json, None, tail, no)
                     value2 = self._value(self.head_i, key, None, row_json, tail, no)
-                    _send(produce, room, topic, value, old_key, ts_ms)
+                    send(topic, value, old_key, ts_ms)
                     value = value2
-            _send(produce, room, topic, value, key, ts_ms)
+            send(topic, value, key, ts_ms)
             produced += 1
         return produced

@@ -36,13 +36,13 @@ from cdc_ingest.capture.decoder import (
     DELETE,
     INSERT,
     UPDATE,
-    EventDecoder,
-    event_decoder,
     failing_column,
 )
-from cdc_ingest.capture.schema import ColumnSpec, FieldType, TableSchema
+from cdc_ingest.capture.schema import TableSchema
+from cdc_ingest.capture.tablemap import CatalogLookup, SchemaCache
 from cdc_ingest.errors import PositionPurgedError, SourceError
 from cdc_ingest.model import Position
+from cdc_ingest.mysql import ConnectionSettings
 
 log = logging.getLogger(__name__)
 
@@ -101,32 +101,7 @@ class Heartbeat:
 
 
 BinlogEvent = TxBegin | TxCommit | Rows | Ddl | Heartbeat
-# (db, table) -> names of TINYINT(1) columns, and the key columns in key order (the primary
-# key, or the configured key columns of a table without one)
-CatalogLookup = Callable[[str, str], tuple[frozenset[str], tuple[str, ...]]]
 TableFilter = Callable[[str, str], bool]
-
-
-@dataclass(frozen=True)
-class ConnectionSettings:
-    host: str
-    port: int
-    user: str
-    password: str
-    connect_timeout: float = 30.0
-
-    def as_pymysql(self) -> dict[str, Any]:
-        return {
-            "host": self.host,
-            "port": self.port,
-            "user": self.user,
-            "password": self.password,
-            "connect_timeout": self.connect_timeout,
-            "charset": "utf8mb4",
-        }
-
-    def __repr__(self) -> str:
-        return f"ConnectionSettings(host={self.host!r}, port={self.port}, user={self.user!r})"
 
 
 def mysql_json_text(data: bytes) -> str:
@@ -145,89 +120,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list):
         return [_plain(v) for v in value]
     return value
-
-
-class SchemaCache:
-    """TableMap -> (TableSchema, decoder), compiled once per distinct column layout."""
-
-    def __init__(self, catalog: CatalogLookup) -> None:
-        self._catalog = catalog
-        self._by_signature: dict[tuple[object, ...], tuple[TableSchema, EventDecoder]] = {}
-        # table id -> (TableMap object, what resolve() gave for it): the library parses a
-        # fresh TableMap object per event group; its signature is computed once per object
-        self._by_map: dict[int, tuple[Any, tuple[TableSchema, EventDecoder]]] = {}
-
-    def resolve(self, table_map: Any) -> tuple[TableSchema, EventDecoder]:
-        last = self._by_map.get(table_map.table_id)
-        if last is not None and last[0] is table_map:
-            return last[1]
-        signature = _signature(table_map)
-        hit = self._by_signature.get(signature)
-        if hit is None:
-            schema = self._build(table_map, signature)
-            hit = (schema, event_decoder(schema, mysql_json_text))
-            self._by_signature[signature] = hit
-        self._by_map[table_map.table_id] = (table_map, hit)
-        return hit
-
-    def forget(self, db: str, table: str) -> None:
-        """Drop what we know of a table after DDL (catalog facts may have changed)."""
-        for key in [k for k in self._by_signature if k[0] == db and k[1] == table]:
-            del self._by_signature[key]
-        self._by_map.clear()
-
-    def _build(self, table_map: Any, signature: tuple[object, ...]) -> TableSchema:
-        db, table = table_map.schema, table_map.table
-        booleans, catalog_keys = self._catalog(db, table)
-        columns = tuple(_column_spec(c, booleans) for c in table_map.columns)
-        in_binlog = tuple(c.name for c in table_map.columns if c.is_primary)
-        # The catalog knows the key order (PRIMARY KEY (b, a)); the binlog only membership.
-        pk = catalog_keys if set(catalog_keys) == set(in_binlog) else in_binlog
-        return TableSchema(db, table, columns, pk, signature)
-
-
-def _signature(table_map: Any) -> tuple[object, ...]:
-    cols = tuple(
-        (c.type, c.name, c.unsigned, c.is_primary, c.character_set_name, _meta(c))
-        for c in table_map.columns
-    )
-    return (table_map.schema, table_map.table, cols)
-
-
-def _meta(c: Any) -> tuple[object, ...]:
-    return (
-        getattr(c, "max_length", None),
-        getattr(c, "length_size", None),
-        getattr(c, "precision", None),
-        getattr(c, "decimals", None),
-        getattr(c, "fsp", None),
-        getattr(c, "bits", None),
-        getattr(c, "size", None),
-        tuple(c.enum_values or ()),
-        tuple(c.set_values or ()),
-    )
-
-
-def _column_spec(c: Any, booleans: frozenset[str]) -> ColumnSpec:
-    length = getattr(c, "max_length", None) or getattr(c, "length_size", None) or 0
-    if c.type in (FieldType.ENUM, FieldType.SET):
-        length = c.size
-    labels = tuple((c.enum_values or [""])[1:]) if c.type == FieldType.ENUM else ()
-    if c.type == FieldType.SET:
-        labels = tuple(c.set_values or ())
-    return ColumnSpec(
-        name=c.name,
-        type=c.type,
-        unsigned=bool(c.unsigned),
-        length=int(length),
-        precision=getattr(c, "precision", 0) or 0,
-        scale=getattr(c, "decimals", 0) or 0,
-        fsp=getattr(c, "fsp", 0) or 0,
-        bits=getattr(c, "bits", 0) or 0,
-        encoding=c.character_set_name,
-        labels=labels,
-        as_boolean=c.type == FieldType.TINY and c.name in booleans,
-    )
 
 
 _ROW_KINDS = {WriteRowsEvent: "I", UpdateRowsEvent: "U", DeleteRowsEvent: "D"}
@@ -250,7 +142,7 @@ class BinlogReader:
         self._captured = captured
         self._server_id = server_id
         self._explicit_tx = False
-        self._schemas = SchemaCache(catalog)
+        self._schemas = SchemaCache(catalog, mysql_json_text)
         self._start = start
         self._file = start.file or ""
         kwargs: dict[str, Any] = {}

@@ -13,18 +13,23 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from cdc_ingest.capture import values as V
 from cdc_ingest.capture.geometry import geometry_json
-from cdc_ingest.capture.schema import ColumnSpec, FieldType, TableSchema
+from cdc_ingest.capture.plan import compile_plan, compiled_available
+from cdc_ingest.capture.schema import (
+    LENGTH_PREFIXED,
+    ColumnSpec,
+    FieldType,
+    JsonText,
+    TableSchema,
+    UnsupportedColumn,
+)
 
 RowDecoder = Callable[[bytes, int], tuple[list[Any], int]]
 RowPair = tuple[list[Any] | None, list[Any] | None]
 # (event buffer, offset of the first row, end of the rows, kind) -> (before, after) pairs;
 # kind is INSERT, UPDATE or DELETE below
 EventDecoder = Callable[[bytes, int, int, int], list[RowPair]]
-JsonText = Callable[[bytes], str]
 
 INSERT, UPDATE, DELETE = 0, 1, 2
 # Which decoder capture uses: "compiled" (the C plan; the default when it is built) or
@@ -45,14 +50,6 @@ _FIXED = {
     (FieldType.DOUBLE, True): ("d", 8),
 }
 
-_LENGTH_PREFIXED = (
-    FieldType.BLOB,
-    FieldType.TINY_BLOB,
-    FieldType.MEDIUM_BLOB,
-    FieldType.LONG_BLOB,
-    FieldType.GEOMETRY,
-    FieldType.JSON,
-)
 
 
 _HELPERS = (
@@ -60,10 +57,6 @@ _HELPERS = (
     "timestamp_v1", "time_v1", "year", "bit_value", "enum_label", "set_labels",
     "fixed_binary", "base64_text", "text",
 )
-
-
-class UnsupportedColumn(ValueError):
-    """A column type the decoder cannot represent."""
 
 
 def _length_read(width: int) -> list[str]:
@@ -144,7 +137,7 @@ def _column_lines(col: ColumnSpec, i: int, consts: dict[str, Any]) -> list[str]:
         ]
     if t in (FieldType.VARCHAR, FieldType.VAR_STRING, FieldType.STRING):
         return _payload(col, i, 2 if col.length > 255 else 1)
-    if t in _LENGTH_PREFIXED:
+    if t in LENGTH_PREFIXED:
         return _payload(col, i, col.length)
     raise UnsupportedColumn(f"column type code {t} is not supported")
 
@@ -186,103 +179,6 @@ def compile_decoder(schema: TableSchema, json_text: JsonText) -> RowDecoder:
     return decoder
 
 
-# -- the compiled plan (cdc_ingest/capture/_rowdecode.pyx) ---------------------------------
-
-try:
-    from cdc_ingest.capture import _rowdecode  # type: ignore[attr-defined]
-except ImportError:  # built without a C compiler or Cython: the pure-Python decoder serves
-    _rowdecode = None
-
-# Opcodes of _rowdecode.pyx (keep in step with its DEF lines).
-OP_I8, OP_U8, OP_I16, OP_U16, OP_I24, OP_U24, OP_I32, OP_U32, OP_I64, OP_U64 = range(1, 11)
-OP_BOOL, OP_DOUBLE, OP_UTF8, OP_DECIMAL, OP_DATE, OP_DATETIME2, OP_TIMESTAMP2 = range(11, 18)
-OP_TIME2, OP_YEAR, OP_ENUM, OP_PY_FIXED, OP_PY_VAR, OP_PY_PAYLOAD = range(18, 24)
-
-_INT_OPS = {
-    (FieldType.TINY, False): OP_I8,
-    (FieldType.TINY, True): OP_U8,
-    (FieldType.SHORT, False): OP_I16,
-    (FieldType.SHORT, True): OP_U16,
-    (FieldType.INT24, False): OP_I24,
-    (FieldType.INT24, True): OP_U24,
-    (FieldType.LONG, False): OP_I32,
-    (FieldType.LONG, True): OP_U32,
-    (FieldType.LONGLONG, False): OP_I64,
-    (FieldType.LONGLONG, True): OP_U64,
-}
-
-Op = tuple[int, int, int, Any]  # opcode, a, b, Python object (helper, labels or fallback)
-
-
-def compiled_available() -> bool:
-    """Whether the C extension was built (``pip install`` with a C compiler)."""
-    return _rowdecode is not None
-
-
-def _payload_op(col: ColumnSpec, width: int, json_text: JsonText) -> Op:
-    if col.type == FieldType.GEOMETRY:
-        return OP_PY_PAYLOAD, width, 0, geometry_json
-    if col.type == FieldType.JSON:
-        return OP_PY_PAYLOAD, width, 0, json_text
-    if col.encoding in (None, "binary"):
-        if col.type == FieldType.STRING:
-            length = col.length
-            return OP_PY_PAYLOAD, width, 0, lambda b: V.fixed_binary(b, length)
-        return OP_PY_PAYLOAD, width, 0, V.base64_text
-    if col.encoding == "utf8":
-        return OP_UTF8, width, 0, None
-    encoding = col.encoding
-    return OP_PY_PAYLOAD, width, 0, lambda b: V.text(b, encoding)
-
-
-def _column_op(col: ColumnSpec, json_text: JsonText) -> Op:
-    """One column's opcode; the same cases, in the same order, as :func:`_column_lines`."""
-    t = col.type
-    int_op = _INT_OPS.get((t, col.unsigned))
-    if int_op is not None:
-        return (OP_BOOL if col.as_boolean and t == FieldType.TINY else int_op), 0, 0, None
-    if t == FieldType.DOUBLE:
-        return OP_DOUBLE, 0, 0, None
-    if t == FieldType.FLOAT:
-        return OP_PY_FIXED, 4, 0, V.float32
-    fsp = col.fsp
-    if t == FieldType.NEWDECIMAL:
-        return OP_DECIMAL, col.precision, col.scale, V.decimal_reader(col.precision, col.scale)
-    if t == FieldType.DATE:
-        return OP_DATE, 0, 0, lambda raw, off: (V.date(raw, off), off + 3)
-    if t == FieldType.DATETIME2:
-        return OP_DATETIME2, fsp, 0, lambda raw, off: V.datetime2(raw, off, fsp)
-    if t == FieldType.TIMESTAMP2:
-        return OP_TIMESTAMP2, fsp, 0, lambda raw, off: V.timestamp2(raw, off, fsp)
-    if t == FieldType.TIME2:
-        return OP_TIME2, fsp, 0, lambda raw, off: V.time2(raw, off, fsp)
-    if t == FieldType.DATETIME:
-        return OP_PY_FIXED, 8, 0, V.datetime_v1
-    if t == FieldType.TIMESTAMP:
-        return OP_PY_FIXED, 4, 0, V.timestamp_v1
-    if t == FieldType.TIME:
-        return OP_PY_FIXED, 3, 0, V.time_v1
-    if t == FieldType.YEAR:
-        return OP_YEAR, 0, 0, None
-    if t == FieldType.BIT:
-        size, bits = (col.bits + 7) // 8, col.bits
-        return OP_PY_VAR, 0, 0, lambda raw, off: V.bit_value(raw, off, size, bits)
-    if t == FieldType.ENUM:
-        return OP_ENUM, col.length, 0, tuple(col.labels)
-    if t == FieldType.SET:
-        size, labels = col.length, col.labels
-
-        def set_value(raw: bytes, off: int) -> list[str]:
-            return V.set_labels(int.from_bytes(raw[off:off + size], "little"), labels)
-
-        return OP_PY_FIXED, size, 0, set_value
-    if t in (FieldType.VARCHAR, FieldType.VAR_STRING, FieldType.STRING):
-        return _payload_op(col, 2 if col.length > 255 else 1, json_text)
-    if t in _LENGTH_PREFIXED:
-        return _payload_op(col, col.length, json_text)
-    raise UnsupportedColumn(f"column type code {t} is not supported")
-
-
 def python_event_decoder(decode: RowDecoder) -> EventDecoder:
     """The reference path's :data:`EventDecoder`: its row decoder, row by row."""
 
@@ -309,7 +205,7 @@ def decoder_kind() -> str:
         raise ValueError(f"{DECODER_ENV}={wanted!r}: use compiled, python or auto")
     if wanted == "python":
         return "python"
-    if _rowdecode is None:
+    if not compiled_available():
         if wanted == "compiled":
             raise RuntimeError(
                 f"{DECODER_ENV}=compiled but the compiled row decoder is not built. Fix: "
@@ -326,21 +222,6 @@ def event_decoder(schema: TableSchema, json_text: JsonText) -> EventDecoder:
         decode_event: EventDecoder = plan.decode_event
         return decode_event
     return python_event_decoder(compile_decoder(schema, json_text))
-
-
-def compile_plan(schema: TableSchema, json_text: JsonText) -> Any:
-    """The C decoding plan of one row image layout (needs :func:`compiled_available`).
-
-    Its ``decode(raw, off)`` is a :data:`RowDecoder`; ``decode_event(raw, off, end, kind)``
-    decodes every row of a rows event in one call.
-    """
-    if _rowdecode is None:
-        raise RuntimeError("the compiled row decoder is not built")
-    ops = [_column_op(col, json_text) for col in schema.columns]
-    return _rowdecode.RowPlan(
-        [o[0] for o in ops], [o[1] for o in ops], [o[2] for o in ops], [o[3] for o in ops],
-        orjson.Fragment,
-    )
 
 
 def failing_column(schema: TableSchema, error: BaseException) -> str:

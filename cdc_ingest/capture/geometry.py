@@ -60,8 +60,13 @@ class _Reader:
         return {"coordinates": [p["coordinates"] for p in parts], "type": name}
 
 
-def geometry_json(value: bytes) -> str:
+def geometry_dict(value: bytes) -> dict[str, Any]:
+    """A GEOMETRY value (SRID + WKB) as a GeoJSON-style dict with its ``srid``."""
     srid = int.from_bytes(value[0:4], "little")
     body = _Reader(value, 4).geometry()
     body["srid"] = srid
-    return orjson.dumps(body).decode()
+    return body
+
+
+def geometry_json(value: bytes) -> str:
+    return orjson.dumps(geometry_dict(value)).decode()

@@ -1,30 +1,62 @@
-"""Pipeline definition -> what the capture process needs (the only place mapping the two)."""
+"""What the capture process needs, built once from the pipeline definition.
+
+The only place that maps the definition to capture; every default lives in the config models
+(``cdc_ingest.config``), none here.
+"""
 
 from __future__ import annotations
 
-from cdc_ingest.capture.binlog import ConnectionSettings
-from cdc_ingest.capture.runner import CaptureOptions
-from cdc_ingest.capture.startup import StartupSpec
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.kafka import client_config
+from cdc_ingest.mysql import ConnectionSettings, KeyColumns, connection_settings
 
 
-def connection_settings(defn: PipelineDef) -> ConnectionSettings:
-    s = defn.source
-    return ConnectionSettings(
-        host=s.hostname,
-        port=s.port,
-        user=s.username,
-        password=s.password.get_secret_value(),
-        connect_timeout=s.connect_timeout.total_seconds(),
-    )
+@dataclass(frozen=True)
+class StartupSpec:
+    """``scan.startup.mode`` and its options: where a first start begins."""
+
+    mode: str
+    file: str | None = None
+    pos: int | None = None
+    gtid_set: str | None = None
+    skip_rows: int = 0
+    timestamp_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class CaptureOptions:
+    pipeline: str
+    transactional_id: str
+    connection: ConnectionSettings
+    server_id: int
+    kafka: dict[str, Any] = field(repr=False)
+    changelog_topic: str
+    offsets_topic: str
+    partitions: int
+    replication_factor: int
+    captured: Callable[[str, str], bool]
+    key_columns: KeyColumns
+    tinyint1_as_boolean: bool
+    startup: StartupSpec
+    max_rows: int
+    max_interval_s: float
+    heartbeat_s: float
+    connect_retries: int
+    metrics_port: int | None
+    snapshot_server_id: int
+    chunk_size: int
+    fetch_size: int
+    snapshot_parallelism: int
 
 
 def startup_spec(defn: PipelineDef) -> StartupSpec:
     s = defn.source
-    mode = str(s.scan_startup_mode.value)
     return StartupSpec(
-        mode=mode,
+        mode=str(s.scan_startup_mode.value),
         file=s.scan_startup_specific_offset_file,
         pos=s.scan_startup_specific_offset_pos,
         gtid_set=s.scan_startup_specific_offset_gtid_set,
@@ -33,30 +65,26 @@ def startup_spec(defn: PipelineDef) -> StartupSpec:
     )
 
 
-def kafka_config(defn: PipelineDef) -> dict[str, object]:
-    return client_config(defn.sink.properties)
-
-
 def capture_options(defn: PipelineDef) -> CaptureOptions:
     s, p = defn.source, defn.pipeline
     return CaptureOptions(
         pipeline=p.name,
-        connection=connection_settings(defn),
+        transactional_id=defn.capture_transactional_id,
+        connection=connection_settings(s),
         server_id=s.server_id_first,
-        kafka=kafka_config(defn),
+        kafka=client_config(defn.sink.properties),
         changelog_topic=p.changelog_topic,
         offsets_topic=p.offsets_topic,
         partitions=p.parallelism,
+        replication_factor=defn.sink.topic_replication_factor or -1,  # -1: broker default
         captured=s.captures,
-        startup=startup_spec(defn),
         key_columns=s.key_columns_for,
+        tinyint1_as_boolean=s.treat_tinyint1_as_boolean_enabled,
+        startup=startup_spec(defn),
         max_rows=s.capture_transaction_max_rows,
         max_interval_s=s.capture_transaction_max_interval.total_seconds(),
         heartbeat_s=max(s.heartbeat_interval.total_seconds(), 0.1),
         connect_retries=s.connect_max_retries,
-        replication_factor=defn.sink.topic_replication_factor or -1,  # -1: broker default
-        tinyint1_as_boolean=s.treat_tinyint1_as_boolean_enabled,
-        transactional_id_prefix=defn.transactional_id_prefix,
         metrics_port=p.metrics_port + 1 if p.metrics_port else None,
         snapshot_server_id=(s.server_id_last if s.server_id_last > s.server_id_first
                             else s.server_id_first + 1),

@@ -24,4 +24,4 @@ class PositionStore:
         return Position.from_json(last) if last is not None else None
 
     def produce(self, producer: TransactionalProducer, position: Position) -> None:
-        producer.produce(self._topic, SOURCE_KEY, position.to_json())
+        producer.send(self._topic, position.to_json(), SOURCE_KEY)

@@ -6,6 +6,7 @@ compiled once into a row decoder and cached by :attr:`TableSchema.signature`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -79,3 +80,20 @@ class TableSchema:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", tuple(c.name for c in self.columns))
+
+
+# MySQL's binary JSON -> its JSON text (the binlog reader supplies it)
+JsonText = Callable[[bytes], str]
+
+LENGTH_PREFIXED = (
+    FieldType.BLOB,
+    FieldType.TINY_BLOB,
+    FieldType.MEDIUM_BLOB,
+    FieldType.LONG_BLOB,
+    FieldType.GEOMETRY,
+    FieldType.JSON,
+)
+
+
+class UnsupportedColumn(ValueError):
+    """A column type the decoder cannot represent."""

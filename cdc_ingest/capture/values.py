@@ -1,4 +1,4 @@
-"""Binlog value encodings -> output JSON values (DESIGN section 4).
+"""Binlog value encodings -> output JSON values (docs/changelog-format.md).
 
 Small pure functions the compiled row decoder calls for the types that need more than a
 ``struct`` unpack. Each takes the event buffer and an offset and returns ``(value, new_offset)``

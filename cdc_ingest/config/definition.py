@@ -9,6 +9,7 @@ from cdc_ingest.config.problems import Found, raise_problems
 from cdc_ingest.config.sink import UpsertKafkaSinkDef
 from cdc_ingest.config.source import MySqlSourceDef
 from cdc_ingest.config.types import ConfigModel
+from cdc_ingest.model import names
 from cdc_ingest.routing.routes import Router
 
 
@@ -31,17 +32,14 @@ class PipelineDef(ConfigModel):
 
     @property
     def capture_transactional_id(self) -> str:
-        """One per pipeline: a second capture process fences the first (DESIGN section 5)."""
-        return f"{self.transactional_id_prefix}.capture"
+        return names.capture_transactional_id(self.transactional_id_prefix)
 
     def sink_transactional_id(self, partition: int) -> str:
-        """One per changelog partition, so a retried Spark task fences its older attempt."""
-        return f"{self.transactional_id_prefix}.sink.{partition}"
+        return names.sink_transactional_id(self.transactional_id_prefix, partition)
 
     @property
     def sink_group_id(self) -> str:
-        """The consumer group whose committed offsets say what the sink has written."""
-        return f"{self.transactional_id_prefix}.sink"
+        return names.sink_group_id(self.transactional_id_prefix)
 
     def router(self) -> Router:
         """The compiled route rules with ``pipeline.route-mode``."""

@@ -12,7 +12,7 @@ from cdc_ingest.config.durations import Duration
 from cdc_ingest.config.problems import PASS_THROUGH_PREFIX, Found, problem, raise_problems
 from cdc_ingest.config.types import ConfigModel, MaskedDict, SafeId, choice, is_secret_property
 
-# Formats the upsert-kafka references name; we write JSON only (DESIGN section 4).
+# Formats the upsert-kafka references name; we write JSON only (docs/output-contract.md).
 _OTHER_FORMATS = frozenset(
     {"csv", "avro", "avro-confluent", "debezium-json", "canal-json", "maxwell-json", "raw",
      "protobuf", "debezium-avro-confluent", "ogg-json"}

@@ -21,7 +21,8 @@ _OFFSET_ZONE = re.compile(r"(?:UTC|GMT)?[+-]\d{1,2}(?::?\d{2})?")
 
 
 class StartupMode(StrEnum):
-    """``scan.startup.mode``: where capture starts the first time (section 6 of DESIGN)."""
+    """``scan.startup.mode``: where capture starts the first time (docs/architecture.md,
+    "Snapshot")."""
 
     INITIAL = "initial"
     SNAPSHOT = "snapshot"

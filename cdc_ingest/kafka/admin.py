@@ -9,7 +9,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from cdc_ingest.errors import SinkError
+from cdc_ingest.kafka.errors import KafkaClientError
 from cdc_ingest.kafka.producer import TransactionalProducer
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ class TopicAdmin:
         try:
             meta = self._admin.list_topics(topic=topic, timeout=self._timeout)
         except KafkaException as exc:
-            raise SinkError(f"cannot reach Kafka to describe topic {topic}: {exc}") from exc
+            raise KafkaClientError(f"cannot reach Kafka to describe topic {topic}: {exc}") from exc
         info = meta.topics.get(topic)
         if info is None or info.error is not None:
             return None
@@ -53,7 +53,7 @@ class TopicAdmin:
         except KafkaException as exc:
             err = exc.args[0] if exc.args else None
             if not (isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS):
-                raise SinkError(
+                raise KafkaClientError(
                     f"cannot create topic {spec.name}: {err}. Fix: create it yourself or grant "
                     "CREATE on the cluster to this client."
                 ) from exc
@@ -64,7 +64,8 @@ class TopicAdmin:
         try:
             result = self._admin.describe_configs([resource])[resource].result(self._timeout)
         except KafkaException as exc:
-            raise SinkError(f"cannot read the configuration of topic {topic}: {exc}") from exc
+            raise KafkaClientError(
+                f"cannot read the configuration of topic {topic}: {exc}") from exc
         return {name: entry.value for name, entry in result.items()}
 
 
@@ -77,7 +78,7 @@ def transactions_usable(config: dict[str, Any], transactional_id: str) -> str | 
         producer.begin()
         producer.abort()
         producer.close()
-    except SinkError as exc:
+    except KafkaClientError as exc:
         return str(exc)
     except KafkaException as exc:
         return f"Kafka error: {exc}"

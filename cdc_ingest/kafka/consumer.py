@@ -15,7 +15,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from cdc_ingest.errors import SinkError
+from cdc_ingest.kafka.errors import KafkaClientError
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +64,7 @@ def read_topic(
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
         yield from _drain(consumer, ends, timeout_s)
     except KafkaException as exc:
-        raise SinkError(f"cannot read topic {topic}: {exc}") from exc
+        raise KafkaClientError(f"cannot read topic {topic}: {exc}") from exc
     finally:
         consumer.close()
 
@@ -77,7 +77,7 @@ def _drain(consumer: Consumer, ends: dict[int, int], timeout_s: float) -> Iterat
         if msg is None:
             idle += 0.5
             if idle > timeout_s:
-                raise SinkError(f"timed out reading {sorted(pending)} partitions")
+                raise KafkaClientError(f"timed out reading {sorted(pending)} partitions")
             continue
         idle = 0.0
         error = msg.error()
@@ -86,7 +86,7 @@ def _drain(consumer: Consumer, ends: dict[int, int], timeout_s: float) -> Iterat
             if error.code() == KafkaError._PARTITION_EOF:
                 pending.pop(part, None)
                 continue
-            raise SinkError(f"reading failed: {error}")
+            raise KafkaClientError(f"reading failed: {error}")
         offset = msg.offset() or 0
         if part in pending and offset >= pending[part] - 1:
             pending.pop(part, None)

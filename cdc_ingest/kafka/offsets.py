@@ -6,7 +6,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from cdc_ingest.errors import SinkError
+from cdc_ingest.kafka.errors import KafkaClientError
 
 NO_OFFSET = -1001
 
@@ -35,7 +35,7 @@ class GroupOffsets:
                 [TopicPartition(topic, p) for p in partitions], timeout=self._timeout
             )
         except KafkaException as exc:
-            raise SinkError(
+            raise KafkaClientError(
                 f"cannot read committed offsets of group {self.group_id}: {exc}"
             ) from exc
         return {tp.partition: tp.offset for tp in got if tp.offset >= 0}
@@ -56,7 +56,8 @@ class GroupOffsets:
                 offsets=[TopicPartition(topic, partition, offset)], asynchronous=False
             )
         except KafkaException as exc:
-            raise SinkError(f"cannot commit offsets of group {self.group_id}: {exc}") from exc
+            raise KafkaClientError(
+                f"cannot commit offsets of group {self.group_id}: {exc}") from exc
 
     def close(self) -> None:
         self._consumer.close()

@@ -7,7 +7,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from cdc_ingest.errors import FencedError, SinkError
+from cdc_ingest.kafka.errors import FencedError, KafkaClientError
 
 log = logging.getLogger(__name__)
 
@@ -23,36 +23,50 @@ def _raise(exc: KafkaException, what: str, transactional_id: str) -> None:
             f"was {what}: a second instance of this pipeline is running. This one stops; "
             "its open transaction is aborted and nothing of it is visible."
         ) from exc
-    raise SinkError(f"Kafka failed while {what}: {err}") from exc
+    raise KafkaClientError(f"Kafka failed while {what}: {err}") from exc
 
 
-def _message(
-    key: bytes | None,
-    value: bytes | None,
-    headers: list[tuple[str, bytes]] | None,
-    timestamp_ms: int | None,
-    **extra: Any,
-) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {"key": key, "value": value}
-    kwargs.update({k: v for k, v in extra.items() if v is not None})
-    if headers:
-        kwargs["headers"] = headers
-    if timestamp_ms:
-        kwargs["timestamp"] = timestamp_ms
-    return kwargs
+class _Sender:
+    """The produce call every producer shares: the hot path of capture and the sink.
 
+    :meth:`send` hands one message to librdkafka; while its local queue is full it serves
+    delivery reports until there is room. A Kafka error becomes :class:`FencedError` or
+    :class:`KafkaClientError`.
+    """
 
-def _produce(producer: Producer, topic: str, kwargs: dict[str, Any]) -> None:
-    """Produce, serving delivery reports while the local queue is full."""
-    while True:
+    _producer: Producer
+    _name: str
+
+    def send(self, topic: str, value: bytes | None, key: bytes | None = None,
+             timestamp: int = 0, headers: list[tuple[str, bytes]] | None = None,
+             partition: int = -1) -> None:
+        """Produce one message. ``timestamp`` 0 is "now", ``partition`` -1 is the
+        partitioner's choice, ``headers`` None is none: librdkafka's own defaults."""
         try:
-            producer.produce(topic, **kwargs)
-            return
+            self._producer.produce(topic, value, key, partition=partition,
+                                   timestamp=timestamp, headers=headers)  # type: ignore[arg-type]
         except BufferError:
-            producer.poll(0.05)
+            self._send_when_room(topic, value, key, timestamp, headers, partition)
+        except KafkaException as exc:
+            _raise(exc, f"producing to {topic}", self._name)
+
+    def _send_when_room(self, topic: str, value: bytes | None, key: bytes | None,
+                        timestamp: int, headers: list[tuple[str, bytes]] | None,
+                        partition: int) -> None:
+        while True:
+            self._producer.poll(0.05)  # delivery reports free queue space
+            try:
+                self._producer.produce(topic, value, key, partition=partition,
+                                       timestamp=timestamp,
+                                       headers=headers)  # type: ignore[arg-type]
+                return
+            except BufferError:
+                continue
+            except KafkaException as exc:
+                _raise(exc, f"producing to {topic}", self._name)
 
 
-class TransactionalProducer:
+class TransactionalProducer(_Sender):
     """One Kafka transactional producer.
 
     Failure contract: :meth:`commit` raises if any record of the transaction failed to be
@@ -60,7 +74,7 @@ class TransactionalProducer:
     """
 
     def __init__(self, config: dict[str, Any], transactional_id: str, timeout_s: float = 60.0):
-        self.transactional_id = transactional_id
+        self.transactional_id = self._name = transactional_id
         self._timeout = timeout_s
         self._open = False
         self._producer = Producer(
@@ -94,36 +108,6 @@ class TransactionalProducer:
     @property
     def in_transaction(self) -> bool:
         return self._open
-
-    @property
-    def client(self) -> Producer:
-        """The confluent-kafka producer, for hot loops that call ``produce`` directly; they
-        must retry on ``BufferError`` after :meth:`wait_for_room` and hand a
-        ``KafkaException`` to :meth:`failed`."""
-        return self._producer
-
-    def wait_for_room(self) -> None:
-        """The local queue is full: serve delivery reports while librdkafka sends."""
-        self._producer.poll(0.05)
-
-    def failed(self, exc: KafkaException, what: str) -> None:
-        """Raise what :meth:`produce` raises for ``exc`` (FencedError or SinkError)."""
-        _raise(exc, what, self.transactional_id)
-
-    def produce(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        partition: int | None = None,
-        headers: list[tuple[str, bytes]] | None = None,
-        timestamp_ms: int | None = None,
-    ) -> None:
-        try:
-            _produce(self._producer, topic, _message(key, value, headers, timestamp_ms,
-                                                     partition=partition))
-        except KafkaException as exc:
-            _raise(exc, f"producing to {topic}", self.transactional_id)
 
     def send_offsets(self, offsets: list[Any], group_metadata: Any) -> None:
         try:
@@ -163,7 +147,7 @@ class TransactionalProducer:
         self._producer.flush(5)
 
 
-class PlainProducer:
+class PlainProducer(_Sender):
     """A non-transactional producer (``at-least-once``: idempotent; ``none``: acks=1).
 
     Failure contract: :meth:`flush` raises if any record failed, when ``strict``.
@@ -171,11 +155,13 @@ class PlainProducer:
 
     def __init__(self, config: dict[str, Any], idempotent: bool, strict: bool = True):
         self._strict = strict
+        self._name = "(no transactional id)"
         self._failures: list[str] = []
         settings: dict[str, Any] = {
             **config,
             "partitioner": config.get("partitioner", "murmur2_random"),
             "linger.ms": config.get("linger.ms", 5),
+            "on_delivery": self._report,
         }
         if idempotent:
             settings.update({"enable.idempotence": True, "acks": "all"})
@@ -187,20 +173,6 @@ class PlainProducer:
         if err is not None:
             self._failures.append(f"{msg.topic()}: {err}")
 
-    def produce(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        headers: list[tuple[str, bytes]] | None = None,
-        timestamp_ms: int | None = None,
-    ) -> None:
-        try:
-            _produce(self._producer, topic, _message(key, value, headers, timestamp_ms,
-                                                     on_delivery=self._report))
-        except KafkaException as exc:
-            raise SinkError(f"Kafka failed while producing to {topic}: {exc}") from exc
-
     def flush(self, timeout_s: float = 60.0) -> None:
         left = self._producer.flush(timeout_s)
         failures, self._failures = self._failures, []
@@ -209,5 +181,5 @@ class PlainProducer:
         if failures:
             text = f"{len(failures)} message(s) failed: {failures[:3]}"
             if self._strict:
-                raise SinkError(text)
+                raise KafkaClientError(text)
             log.warning("delivery-guarantee none: %s", text)

@@ -1,7 +1,6 @@
-"""Plain data shared by every stage: table ids, changelog records, positions. No I/O here."""
+"""Plain data shared by the stages: the changelog record and the capture position. No I/O."""
 
+from cdc_ingest.model.changelog import CHANGELOG_VERSION, Op
 from cdc_ingest.model.position import Position
-from cdc_ingest.model.record import CHANGELOG_VERSION, ChangeRecord, Op
-from cdc_ingest.model.table_id import TableId
 
-__all__ = ["CHANGELOG_VERSION", "ChangeRecord", "Op", "Position", "TableId"]
+__all__ = ["CHANGELOG_VERSION", "Op", "Position"]

@@ -28,7 +28,7 @@ class Position:
     tx_gtid: str | None = None
     rows_done: int = 0
     ts_ms: int = 0
-    # Progress of the initial snapshot (see cdc_ingest.capture.snapshot.SnapshotState), kept
+    # Progress of the initial snapshot (see cdc_ingest.capture.snapshot.state.SnapshotState), kept
     # until the binlog phase has passed every chunk's high watermark; None afterwards.
     snapshot: dict[str, Any] | None = None
 

@@ -1,4 +1,4 @@
-"""The sink: changelog topic -> sink topics (DESIGN section 2, step 2).
+"""The sink: changelog topic -> sink topics (docs/architecture.md).
 
 ``job`` is the Spark Structured Streaming query and ``spark`` its session and connector jars,
 the only modules that import pyspark; ``writer`` and ``serde`` run inside its tasks. Nothing is

@@ -3,9 +3,9 @@
 The Spark Kafka source turns each changelog partition's offset range of a micro-batch into one
 task; each task hands its rows to :func:`~cdc_ingest.sink.writer.write_partition`, which with
 ``exactly-once`` writes them in transactions that also commit the partition's next offset
-(DESIGN section 5, hop 2). Nothing is shuffled before the writer, and ``minPartitions`` /
-``maxRecordsPerPartition`` are never set: either would split a partition's range over several
-tasks sharing one transactional id.
+(exactly-once hop 2, docs/architecture.md). Nothing is shuffled before the writer, and
+``minPartitions`` / ``maxRecordsPerPartition`` are never set: either would split a
+partition's range over several tasks sharing one transactional id.
 
 The rows reach the Python workers as Arrow record batches (``DataFrame.mapInArrow``, a
 per-partition operator: it keeps the source's partitions and their order), not as pickled Row
@@ -35,8 +35,9 @@ from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka import TopicAdmin, client_config
 from cdc_ingest.kafka.config import LIBRDKAFKA_ONLY
 from cdc_ingest.sink.changelog import COLUMNS, RESULT, RESULT_SCHEMA, run_task
+from cdc_ingest.sink.settings import SinkSettings, sink_settings
 from cdc_ingest.sink.spark import CONNECTOR, spark_context_exists, spark_session
-from cdc_ingest.sink.writer import SinkSettings, committed_offsets, sink_settings, write_partition
+from cdc_ingest.sink.writer import committed_offsets, write_partition
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +190,7 @@ def _start_query(
     return query
 
 
-# "RuntimeError: ..." or "cdc_ingest.errors.FencedError: ..." at the start of a line
+# "RuntimeError: ..." or "cdc_ingest.kafka.errors.FencedError: ..." at the start of a line
 _PYTHON_ERROR = re.compile(r"^(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): .*$", re.MULTILINE)
 _JVM_PACKAGES = ("org.", "java.", "javax.", "scala.", "py4j.", "com.")
 

@@ -1,4 +1,5 @@
-"""Changelog record -> sink messages (DESIGN section 4): topic, key, value, headers, time.
+"""Changelog record -> sink messages (docs/output-contract.md): topic, key, value, headers,
+time.
 
 Values travel from capture already in their output JSON form (orjson's compact text), so the
 upsert value is the record's ``after`` object *as it is in the changelog bytes*: msgspec
@@ -21,41 +22,17 @@ from collections.abc import Callable
 import msgspec
 import orjson
 
+from cdc_ingest.model.changelog import check_version, decode_record, decode_record_columns
+
 Headers = list[tuple[str, bytes]]
 Topics = Callable[[str, str], tuple[str, ...]]
 
 # One sink message: (topic, key, value (None: a tombstone), headers, timestamp ms, "db.table").
 # A plain tuple: the writer makes one per changelog record and sink topic.
-Message = tuple[str, bytes, bytes | None, Headers | None, int, str]
+SinkMessage = tuple[str, bytes, bytes | None, Headers | None, int, str]
 
 # The per-(db, table) part of every message of that table: its topics, headers and name.
 _Route = tuple[tuple[str, ...], Headers | None, str]
-
-
-class _Record(msgspec.Struct):
-    """The fields of a changelog record the sink reads; the others are skipped unparsed."""
-
-    op: str
-    db: str | None
-    table: str | None
-    pk: msgspec.Raw
-    after: msgspec.Raw
-    ts_ms: int
-
-
-class _RecordColumns(msgspec.Struct):
-    """The same with ``pk`` and ``after`` as their columns (``EXCEPT_KEY``)."""
-
-    op: str
-    db: str | None
-    table: str | None
-    pk: dict[str, msgspec.Raw] | None
-    after: dict[str, msgspec.Raw] | None
-    ts_ms: int
-
-
-_DECODE = msgspec.json.Decoder(_Record).decode
-_DECODE_COLUMNS = msgspec.json.Decoder(_RecordColumns).decode
 
 
 def _json(columns: dict[str, msgspec.Raw]) -> bytes:
@@ -86,13 +63,15 @@ class SinkSerde:
         route = self._routes[(db, table)] = (self._topics(db, table), headers, f"{db}.{table}")
         return route
 
-    def add(self, out: list[Message], key: bytes | None, value: bytes) -> int:
+    def add(self, out: list[SinkMessage], key: bytes | None, value: bytes) -> int:
         """Append the messages of one changelog record to ``out``: one per routed topic,
         none for DDL. Returns the record's ``ts_ms``. Raises ``ValueError`` (a
-        ``msgspec.DecodeError``) for a value that is not a changelog record."""
+        ``msgspec.DecodeError``, or a ``ChangelogVersionError``) for a value that is not a
+        changelog record of this version."""
         if self._except_key:
             return self._add_except_key(out, key, value)
-        record = _DECODE(value)
+        record = decode_record(value)
+        check_version(record.v)
         op, ts = record.op, record.ts_ms
         if op == "DDL":
             return ts
@@ -109,8 +88,9 @@ class SinkSerde:
             out.extend([(topic, key, body, headers, ts, name) for topic in topics])
         return ts
 
-    def _add_except_key(self, out: list[Message], key: bytes | None, value: bytes) -> int:
-        record = _DECODE_COLUMNS(value)
+    def _add_except_key(self, out: list[SinkMessage], key: bytes | None, value: bytes) -> int:
+        record = decode_record_columns(value)
+        check_version(record.v)
         op, ts = record.op, record.ts_ms
         if op == "DDL":
             return ts
@@ -132,16 +112,16 @@ class SinkSerde:
         out.extend([(topic, key, body, headers, ts, name) for topic in topics])
         return ts
 
-    def messages(self, key: bytes | None, value: bytes) -> list[Message]:
+    def messages(self, key: bytes | None, value: bytes) -> list[SinkMessage]:
         """The messages of one changelog record (tests, tools; the writer uses :meth:`add`)."""
-        out: list[Message] = []
+        out: list[SinkMessage] = []
         self.add(out, key, value)
         return out
 
 
-def last_per_key(messages: list[Message]) -> list[Message]:
+def last_per_key(messages: list[SinkMessage]) -> list[SinkMessage]:
     """``sink.buffer-flush``: only the last message per (topic, key), in last-write order."""
-    latest: dict[tuple[str, bytes], Message] = {}
+    latest: dict[tuple[str, bytes], SinkMessage] = {}
     for msg in messages:
         slot = (msg[0], msg[1])
         latest.pop(slot, None)

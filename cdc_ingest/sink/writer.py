@@ -1,7 +1,8 @@
 """The sink's per-partition writer: one changelog partition's offset range -> sink topics.
 
 Runs inside a Spark task (one task per changelog partition range, no shuffle before it). With
-``exactly-once`` it is the consume-transform-produce of DESIGN section 5, hop 2; clients are
+``exactly-once`` it is the consume-transform-produce of exactly-once hop 2
+(docs/architecture.md); clients are
 cached per Python worker process so a steady stream does not pay ``init_transactions`` per
 batch.
 
@@ -18,65 +19,17 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import TYPE_CHECKING, Any
-
-from confluent_kafka import KafkaException, Producer
+from typing import Any
 
 from cdc_ingest.errors import SinkError
-from cdc_ingest.kafka import TransactionalProducer, client_config
+from cdc_ingest.kafka import PlainProducer, TransactionalProducer
 from cdc_ingest.kafka.offsets import GroupOffsets, offset_list
-from cdc_ingest.kafka.producer import PlainProducer
-from cdc_ingest.routing.routes import Router
 from cdc_ingest.sink.changelog import ChangelogBatches, Columns, row_columns
-from cdc_ingest.sink.serde import Message, SinkSerde, last_per_key
+from cdc_ingest.sink.serde import SinkMessage, SinkSerde, last_per_key
+from cdc_ingest.sink.settings import SinkSettings
 from cdc_ingest.sink.topics import SinkTopics
 
-if TYPE_CHECKING:  # the config models (pydantic) are the driver's; tasks need not import them
-    from cdc_ingest.config import PipelineDef
-
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class SinkSettings:
-    """Everything a task needs, built once on the driver; picklable."""
-
-    kafka: dict[str, Any] = field(repr=False)
-    changelog_topic: str
-    group_id: str
-    transactional_id_prefix: str
-    guarantee: str
-    router: Router
-    except_key: bool
-    with_headers: bool
-    buffer_max_rows: int
-    buffer_interval_s: float
-    topic_partitions: int | None
-    topic_replication: int | None
-    # rows per sink transaction: each commit (with its offsets) waits ~10-30 ms for the broker
-    max_tx_rows: int = 50_000
-    max_tx_seconds: float = 10.0
-
-    def transactional_id(self, partition: int) -> str:
-        return f"{self.transactional_id_prefix}.sink.{partition}"
-
-
-def sink_settings(defn: PipelineDef) -> SinkSettings:
-    sink = defn.sink
-    return SinkSettings(
-        kafka=client_config(sink.properties),
-        changelog_topic=defn.pipeline.changelog_topic,
-        group_id=defn.sink_group_id,
-        transactional_id_prefix=defn.transactional_id_prefix,
-        guarantee=str(sink.sink_delivery_guarantee.value),
-        router=defn.router(),
-        except_key=str(sink.value_fields_include.value) == "EXCEPT_KEY",
-        with_headers=sink.sink_add_table_id_to_header_enabled,
-        buffer_max_rows=sink.sink_buffer_flush_max_rows,
-        buffer_interval_s=sink.sink_buffer_flush_interval.total_seconds(),
-        topic_partitions=sink.topic_partitions,
-        topic_replication=sink.topic_replication_factor,
-    )
 
 
 # -- clients cached per worker process ----------------------------------------------------
@@ -192,7 +145,7 @@ def write_partition(settings: SinkSettings, rows: Iterable[Any]) -> dict[str, An
 def _chunks(
     settings: SinkSettings, counters: _Counters, batches: Iterator[tuple[int, Columns]],
     start: int,
-) -> Iterator[tuple[list[Message], int]]:  # fmt: skip
+) -> Iterator[tuple[list[SinkMessage], int]]:  # fmt: skip
     """Records at or after ``start`` as (messages, last offset) chunks bounded in rows and
     time. The per-record loop: everything it can is looked up once, before it."""
     add = SinkSerde(settings.router.sink_topics, settings.except_key, settings.with_headers).add
@@ -202,7 +155,7 @@ def _chunks(
         limit = min(limit, settings.buffer_max_rows)
     max_seconds = settings.max_tx_seconds
     partition = counters.partition
-    messages: list[Message] = []
+    messages: list[SinkMessage] = []
     began = monotonic()
     last = previous = -1
     max_ts = counters.max_event_ts_ms
@@ -210,7 +163,8 @@ def _chunks(
         if batch_partition != partition:
             raise SinkError(
                 f"one sink task got changelog partitions {partition} and {batch_partition}: "
-                "each partition's range must be one task (DESIGN section 5, hop 2)"
+                "each partition's range must be one task (exactly-once hop 2, "
+                "docs/architecture.md)"
             )
         if offsets[0] <= previous:
             raise SinkError(
@@ -242,42 +196,20 @@ def _chunks(
         yield messages, last
 
 
-def _raw_producer(producer: Any) -> Producer | None:
-    """The confluent-kafka producer inside a :class:`TransactionalProducer`, to produce
-    without the wrapper's per-message work; None when it is not reachable."""
-    if not isinstance(producer, TransactionalProducer):
-        return None  # PlainProducer's wrapper adds the delivery callback: always through it
-    return producer.client
-
-
-def _produce(producer: Any, settings: SinkSettings, counters: _Counters,
-             messages: list[Message]) -> None:
+def _produce(producer: TransactionalProducer | PlainProducer, settings: SinkSettings,
+             counters: _Counters, messages: list[SinkMessage]) -> None:
     if settings.buffer_max_rows:
         messages = last_per_key(messages)
     topics = _sink_topics(settings)
     for topic in dict.fromkeys(msg[0] for msg in messages):
         topics.ensure(topic)
-    raw = _raw_producer(producer)
+    send = producer.send
     per_table = counters.per_table
     size = 0
-    if raw is None:
-        for topic, key, value, headers, ts, table in messages:
-            producer.produce(topic, key, value, headers=headers, timestamp_ms=ts)
-            size += len(key) + (len(value) if value else 0)
-            per_table[table] = per_table.get(table, 0) + 1
-    else:
-        produce: Any = raw.produce  # Any: its stubs want headers as a list of str | bytes
-        for topic, key, value, headers, ts, table in messages:
-            try:
-                # what the wrapper sends: headers=None and timestamp=0 are librdkafka's
-                # "none" and "now", as when the wrapper leaves them out
-                produce(topic, value, key, headers=headers, timestamp=ts)
-            except (BufferError, KafkaException):
-                # Not queued. The wrapper waits for room in the queue, and turns a Kafka
-                # error into FencedError or SinkError; or it is queued this time.
-                producer.produce(topic, key, value, headers=headers, timestamp_ms=ts)
-            size += len(key) + (len(value) if value else 0)
-            per_table[table] = per_table.get(table, 0) + 1
+    for topic, key, value, headers, ts, table in messages:
+        send(topic, value, key, ts, headers)
+        size += len(key) + (len(value) if value else 0)
+        per_table[table] = per_table.get(table, 0) + 1
     counters.rows_out += len(messages)
     counters.bytes_out += size
 
@@ -285,7 +217,7 @@ def _produce(producer: Any, settings: SinkSettings, counters: _Counters,
 def _exactly_once(
     settings: SinkSettings, counters: _Counters, batches: Iterator[tuple[int, Columns]]
 ) -> None:
-    """DESIGN section 5, hop 2, for one changelog partition."""
+    """Exactly-once hop 2 (docs/architecture.md) for one changelog partition."""
     partition = counters.partition
     # 1. Our transactional id for this partition; creating it fences older attempts.
     producer = _transactional(settings, partition)

@@ -1,4 +1,4 @@
-"""pymysql values -> the output JSON form of DESIGN section 4 / docs/changelog-format.md.
+"""pymysql values -> the output JSON form of docs/changelog-format.md.
 
 A second implementation, on purpose apart from capture's binlog decoder: verify checks the
 sink topics against what this module makes of a plain ``SELECT``. Each converter takes a
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from cdc_ingest.verify.columns import Column
+from cdc_ingest.mysql.columns import Column
 from cdc_ingest.verify.values import Float32Num, Float64Num, GeoText, Num, float32
 from cdc_ingest.verify.wkb import geometry_text
 

@@ -12,10 +12,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_ingest.capture.binlog import ConnectionSettings
-from cdc_ingest.capture.catalog import connect, stream_rows
 from cdc_ingest.errors import SourceError
-from cdc_ingest.verify.columns import COLUMNS_QUERY, Column, as_text
+from cdc_ingest.mysql import (
+    COLUMNS_QUERY,
+    Column,
+    ConnectionSettings,
+    as_text,
+    connect,
+    stream_rows,
+)
 from cdc_ingest.verify.convert import UnsupportedType, converter, select_expression
 from cdc_ingest.verify.values import dumps
 

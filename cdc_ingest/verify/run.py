@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from cdc_ingest.capture.options import connection_settings
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.errors import CdcIngestError, SourceError
 from cdc_ingest.kafka import client_config
+from cdc_ingest.mysql import connection_settings
 from cdc_ingest.verify.diff import TopicCheck, TopicResult
 from cdc_ingest.verify.mysql import MySqlSide, RowConverter, TableShape
 from cdc_ingest.verify.report import summary_line, topic_lines
@@ -63,7 +63,7 @@ def verify_pipeline(
     defn: PipelineDef, echo: Callable[[str], None], max_diffs: int = 10
 ) -> list[TopicResult]:
     """Check every sink topic, printing each as it is done; returns the results."""
-    mysql = MySqlSide(connection_settings(defn), defn.source.connect_max_retries)
+    mysql = MySqlSide(connection_settings(defn.source), defn.source.connect_max_retries)
     try:
         tables = mysql.tables(defn.source.captures)
         if not tables:

@@ -21,16 +21,15 @@ import pytest
 
 from cdc_ingest.capture.binlog import (
     BinlogReader,
-    ConnectionSettings,
     Ddl,
     Rows,
     TxBegin,
     TxCommit,
 )
-from cdc_ingest.capture.catalog import Catalog
-from cdc_ingest.capture.changes import KeyPlan, TableEncoder, row_messages, table_encoder
 from cdc_ingest.capture.decoder import DECODER_ENV, compiled_available, decoder_kind
+from cdc_ingest.capture.encode import KeyPlan, TableEncoder, row_messages, table_encoder
 from cdc_ingest.model import Position
+from cdc_ingest.mysql import Catalog, ConnectionSettings
 from tests.conftest import admin_conn
 from tests.integration.pipeline_helpers import gtid_now
 from tests.integration.test_capture_types import DDL, fill_all_types
@@ -100,8 +99,7 @@ def _messages_fast(events: list[Rows], compiled: bool) -> list[tuple[bytes, byte
         encoder = table_encoder(ev.schema, plan) if compiled else TableEncoder(ev.schema, plan)
         assert (type(encoder).__name__ == "RowEncoder") == compiled
         # the row numbers restart per event here, as in _messages_reference
-        encoder.produce_rows(produce, lambda: None, "t", ev.kind, ev.rows, 1, "0-1-5",
-                             ev.ts * 1000, None)
+        encoder.produce_rows(produce, "t", ev.kind, ev.rows, 1, "0-1-5", ev.ts * 1000, None)
     return out
 
 

@@ -67,8 +67,8 @@ def _transaction(producer: TransactionalProducer, topic: str, tag: str,
             pk = {"id": f"{tag}-{partition}-{n}"}
             value = {"v": 1, "op": "+I", "db": "db", "table": "t", "pk": pk, "before": None,
                      "after": pk, "ts_ms": 1_700_000_000_000, "pos": f"{tag}#{n}"}
-            producer.produce(topic, json.dumps(pk).encode(), json.dumps(value).encode(),
-                             partition=partition)
+            producer.send(topic, json.dumps(value).encode(), json.dumps(pk).encode(),
+                          partition=partition)
     if commit:
         producer.commit()
     else:

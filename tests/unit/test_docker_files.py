@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from cdc_ingest.capture.preflight import _SETTINGS as VALIDATE_SETTINGS
+from cdc_ingest.commands.preflight import _SETTINGS as VALIDATE_SETTINGS
 from cdc_ingest.config import PipelineDef, parse_pipeline
 
 REPO = Path(__file__).resolve().parents[2]
@@ -550,5 +550,5 @@ def test_dockerfile_copies_exist_and_are_in_the_build_context() -> None:
                     probe = next(str(p.relative_to(REPO)) for p in (REPO / source).rglob("*.py"))
                 assert not _dockerignored(probe), (
                     f"COPY {source}: .dockerignore leaves {probe} out of the build context")
-    package_data = "cdc_ingest/services/kafka-pom.xml"
+    package_data = "cdc_ingest/services/kafka-log4j2.properties"
     assert not _dockerignored(package_data), f".dockerignore leaves out {package_data}"

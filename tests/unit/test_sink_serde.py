@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from cdc_ingest.routing.routes import Router, RouteRule
-from cdc_ingest.sink.serde import Message, SinkSerde, last_per_key
+from cdc_ingest.sink.serde import SinkMessage, SinkSerde, last_per_key
 
 ROW = (
     b'{"v":1,"op":"+U","db":"app","table":"order_1","pk":{"id":7},'
@@ -28,7 +28,7 @@ def _router(mode: str = "ALL_MATCH") -> Router:
 
 
 def _one(key: bytes | None, value: bytes, except_key: bool = False,
-         headers: bool = False) -> Message:
+         headers: bool = False) -> SinkMessage:
     [msg] = SinkSerde(lambda d, t: ("t",), except_key, headers).messages(key, value)
     return msg
 
@@ -81,7 +81,7 @@ def test_except_key_drops_the_key_columns_and_ddl_writes_nothing() -> None:
            b'"after":null,"ts_ms":1,"pos":"f:1","ddl":"ALTER TABLE b ADD c INT"}')
     for except_key in (False, True):
         serde = SinkSerde(lambda d, t: ("t",), except_key, False)
-        out: list[Message] = []
+        out: list[SinkMessage] = []
         assert serde.add(out, None, ddl) == 1 and out == []
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cdc_ingest.verify.columns import Column
+from cdc_ingest.mysql.columns import Column
 from cdc_ingest.verify.convert import (
     UnsupportedType,
     converter,

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from cdc_ingest.commands.status import (
+    CaptureStatus,
+    PartitionLag,
+    PipelineStatus,
+    SinkStatus,
+    render_text,
+)
 from cdc_ingest.model import Position
-from cdc_ingest.status import CaptureStatus, PartitionLag, PipelineStatus, SinkStatus, render_text
-from cdc_ingest.verify.columns import Column
+from cdc_ingest.mysql.columns import Column
 
 
 def test_status_text_is_aligned_and_totals_the_lag() -> None:

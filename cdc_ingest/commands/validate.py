@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cdc_ingest.capture.options import capture_options
 from cdc_ingest.capture.positions import PositionStore
-from cdc_ingest.capture.preflight import Check, mysql_checks
+from cdc_ingest.commands.preflight import Check, mysql_checks
 from cdc_ingest.config import load_pipeline
 from cdc_ingest.errors import CdcIngestError, ConfigError
 from cdc_ingest.kafka.admin import transactions_usable
@@ -47,8 +47,8 @@ def run_validate(config_path: Path, echo: Callable[[str], None]) -> bool:
     if spec.mode == "specific-offset":
         positions.append(("scan.startup.specific-offset",
                           Position(gtid_set=spec.gtid_set, file=spec.file, pos=spec.pos)))
-    for check in mysql_checks(options.connection, options.captured, options.key_columns
-                              or (lambda d, t: None), positions, retries=0):
+    for check in mysql_checks(options.connection, options.captured, options.key_columns,
+                              positions, retries=0):
         checks.append(check)
     for check in checks:
         echo(check.line())

@@ -14,14 +14,13 @@ from typing import Any
 
 import pymysql
 
-from cdc_ingest.capture.catalog import Catalog, connect
-from cdc_ingest.capture.options import connection_settings
 from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.errors import CdcIngestError
 from cdc_ingest.kafka import client_config, read_topic
 from cdc_ingest.kafka.offsets import GroupOffsets
 from cdc_ingest.model import Position
+from cdc_ingest.mysql import Catalog, connect, connection_settings
 
 
 @dataclass
@@ -67,7 +66,7 @@ def _bytes_behind(defn: PipelineDef, position: Position, head: Position) -> int 
         return None
     if position.file == head.file:
         return max(head.pos - position.pos, 0)
-    conn = connect(connection_settings(defn), retries=0)
+    conn = connect(connection_settings(defn.source), retries=0)
     try:
         with conn.cursor() as cur:
             cur.execute("SHOW BINARY LOGS")
@@ -85,7 +84,7 @@ def capture_status(defn: PipelineDef, kafka: dict[str, Any]) -> CaptureStatus:
     status = CaptureStatus()
     try:
         status.position = PositionStore(kafka, defn.pipeline.offsets_topic).load()
-        catalog = Catalog(connection_settings(defn), retries=0)
+        catalog = Catalog(connection_settings(defn.source), retries=0)
         try:
             status.head = catalog.latest()
         finally:

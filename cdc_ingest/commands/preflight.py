@@ -9,10 +9,9 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from cdc_ingest.capture.binlog import ConnectionSettings
-from cdc_ingest.capture.catalog import Catalog, KeyColumns
 from cdc_ingest.errors import CdcIngestError
 from cdc_ingest.model import Position
+from cdc_ingest.mysql import Catalog, ConnectionSettings, KeyColumns
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,12 @@
-"""Rows events -> changelog messages (key bytes, value bytes), DESIGN section 3."""
+"""Row images -> changelog records (key bytes, value bytes), produced straight to Kafka.
+
+:func:`row_messages` is the reference: one envelope through
+:func:`cdc_ingest.model.changelog.row_value` per record. :class:`TableEncoder` writes the same
+bytes from pieces rendered once per table layout (the envelope up to ``pk``, the key's field
+name), so per row only the key and the row go through orjson; the compiled ``RowEncoder``
+(``_rowdecode.pyx``) does the same in C. tests/integration/test_capture_decoder_parity.py
+holds all three to identical output.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +19,15 @@ from cdc_ingest.capture.binlog import Rows
 from cdc_ingest.capture.decoder import decoder_kind
 from cdc_ingest.capture.schema import TableSchema
 from cdc_ingest.errors import SourceError
-from cdc_ingest.model import CHANGELOG_VERSION
-from cdc_ingest.verify.values import dumps
+from cdc_ingest.model.changelog import Op, key_bytes, row_value, value_head, value_tail
 
-Message = tuple[bytes, bytes]
+# One changelog record as Kafka takes it.
+KeyValue = tuple[bytes, bytes]
+# send(topic, value, key, timestamp_ms): one message to Kafka (TransactionalProducer.send)
+Send = Callable[[str, bytes, bytes, int], None]
+# keep(before, after) -> False to leave a row change out
+Keep = Callable[[list[Any] | None, list[Any] | None], bool]
+RowPair = tuple[list[Any] | None, list[Any] | None]
 
 
 class KeyPlan:
@@ -44,98 +57,33 @@ class KeyPlan:
         return {n: row[i] for n, i in zip(self.names, self.indexes, strict=True)}
 
 
-def _value(
-    op: str, ev: Rows, pk: dict[str, Any], before: Any, after: Any, ts_ms: int, pos: str
-) -> bytes:
-    return orjson.dumps(
-        {
-            "v": CHANGELOG_VERSION,
-            "op": op,
-            "db": ev.schema.db,
-            "table": ev.schema.table,
-            "pk": pk,
-            "before": before,
-            "after": after,
-            "ts_ms": ts_ms,
-            "pos": pos,
-        }
-    )
-
-
-def row_messages(
-    ev: Rows, plan: KeyPlan, before: list[Any] | None, after: list[Any] | None, pos: str
-) -> Iterator[Message]:
-    """One row change as changelog messages; a key-changing UPDATE is -D then +I."""
-    names = ev.schema.names
+def row_messages(ev: Rows, plan: KeyPlan, before: list[Any] | None, after: list[Any] | None,
+                 pos: str) -> Iterator[KeyValue]:
+    """One row change as changelog records; a key-changing UPDATE is -D then +I."""
+    names, db, table = ev.schema.names, ev.schema.db, ev.schema.table
     ts_ms = ev.ts * 1000
+
+    def record(op: Op, pk: dict[str, Any], old: Any, new: Any) -> KeyValue:
+        return key_bytes(pk), row_value(op, db, table, pk, old, new, ts_ms, pos)
+
+    old_row = None if before is None else dict(zip(names, before, strict=True))
+    new_row = None if after is None else dict(zip(names, after, strict=True))
     if ev.kind == "I":
         assert after is not None
-        pk = plan.key(after)
-        row = dict(zip(names, after, strict=True))
-        yield orjson.dumps(pk), _value("+I", ev, pk, None, row, ts_ms, pos)
+        yield record(Op.INSERT, plan.key(after), None, new_row)
         return
     assert before is not None
     old_pk = plan.key(before)
-    old_row = dict(zip(names, before, strict=True))
     if ev.kind == "D":
-        yield orjson.dumps(old_pk), _value("-D", ev, old_pk, old_row, None, ts_ms, pos)
+        yield record(Op.DELETE, old_pk, old_row, None)
         return
     assert after is not None
     new_pk = plan.key(after)
-    new_row = dict(zip(names, after, strict=True))
-    old_key, new_key = orjson.dumps(old_pk), orjson.dumps(new_pk)
-    if old_key == new_key:
-        yield new_key, _value("+U", ev, new_pk, old_row, new_row, ts_ms, pos)
+    if key_bytes(old_pk) == key_bytes(new_pk):
+        yield record(Op.UPDATE, new_pk, old_row, new_row)
     else:
-        yield old_key, _value("-D", ev, old_pk, old_row, None, ts_ms, pos)
-        yield new_key, _value("+I", ev, new_pk, None, new_row, ts_ms, pos)
-
-
-def ddl_message(db: str, table: str, sql: str, ts: int, pos: str) -> bytes:
-    return orjson.dumps(
-        {
-            "v": CHANGELOG_VERSION,
-            "op": "DDL",
-            "db": db,
-            "table": table,
-            "pk": None,
-            "before": None,
-            "after": None,
-            "ts_ms": ts * 1000,
-            "pos": pos,
-            "ddl": sql,
-        }
-    )
-
-
-def snapshot_message(
-    db: str, table: str, pk: dict[str, Any], row: dict[str, Any], ts_ms: int
-) -> bytes:
-    """A snapshot row: ``+I`` with the row as of its chunk's high watermark."""
-    return dumps(
-        {
-            "v": CHANGELOG_VERSION,
-            "op": "+I",
-            "db": db,
-            "table": table,
-            "pk": pk,
-            "before": None,
-            "after": row,
-            "ts_ms": ts_ms,
-            "pos": "snapshot",
-        }
-    )
-
-
-# -- the fast path ---------------------------------------------------------------------------
-#
-# row_messages() above is the reference: one envelope dict per record through orjson. The
-# encoder below writes the same bytes from pieces rendered once per table layout (the envelope
-# up to "pk", the key's field name), so per row only the key and the row go through orjson.
-# tests/integration/test_capture_decoder_parity.py holds the two to identical output.
-
-Produce = Callable[..., None]
-Keep = Callable[[list[Any] | None, list[Any] | None], bool]
+        yield record(Op.DELETE, old_pk, old_row, None)
+        yield record(Op.INSERT, new_pk, None, new_row)
 
 
 def table_encoder(schema: TableSchema, plan: KeyPlan) -> TableEncoder:
@@ -155,7 +103,7 @@ def table_encoder(schema: TableSchema, plan: KeyPlan) -> TableEncoder:
 
 
 class TableEncoder:
-    """Changelog messages of one table layout's rows, produced straight to Kafka."""
+    """Changelog records of one table layout's rows, produced straight to Kafka."""
 
     __slots__ = ("_heads", "_key1", "indexes", "names", "plan")
 
@@ -163,12 +111,8 @@ class TableEncoder:
         self.plan = plan
         self.names = schema.names
         self.indexes = plan.indexes
-        db, table = orjson.dumps(schema.db), orjson.dumps(schema.table)
-        self._heads = {
-            op: b'{"v":%d,"op":"%s","db":%b,"table":%b,"pk":'
-            % (CHANGELOG_VERSION, op.encode(), db, table)
-            for op in ("+I", "+U", "-D")
-        }
+        self._heads = {op.value: value_head(op, schema.db, schema.table) for op in
+                       (Op.INSERT, Op.UPDATE, Op.DELETE)}
         # a one-column key is rendered around its value; wider keys through a dict
         self._key1 = (
             (b"{" + orjson.dumps(plan.names[0]) + b":", plan.indexes[0])
@@ -179,29 +123,17 @@ class TableEncoder:
         if self._key1 is not None:
             head, i = self._key1
             return head + orjson.dumps(row[i]) + b"}"
-        return orjson.dumps(self.plan.key(row))
+        return key_bytes(self.plan.key(row))
 
-    def produce_rows(
-        self,
-        produce: Produce,
-        room: Callable[[], None],
-        topic: str,
-        kind: str,
-        rows: list[tuple[list[Any] | None, list[Any] | None]],
-        first_no: int,
-        pos_prefix: str,
-        ts_ms: int,
-        keep: Keep | None,
-    ) -> int:
-        """Produce ``rows`` (the ``first_no``-th row of its transaction first); rows that
-        ``keep`` refuses are skipped. ``room()`` serves the producer when its queue is full.
-        Returns how many rows were produced."""
+    def produce_rows(self, send: Send, topic: str, kind: str, rows: list[RowPair],
+                     first_no: int, pos_prefix: str, ts_ms: int, keep: Keep | None) -> int:
+        """Send ``rows`` (the ``first_no``-th row of its transaction first); rows that
+        ``keep`` refuses are left out. Returns how many rows were sent."""
         dumps = orjson.dumps
         names = self.names
         key_of = self.key
         heads = self._heads
-        # everything after the row number is the same for all rows of the event
-        tail = b',"ts_ms":%d,"pos":%b' % (ts_ms, dumps(pos_prefix + "#")[:-1])
+        tail = value_tail(ts_ms, pos_prefix)  # the same for all rows of the event
         produced = 0
         no = first_no - 1
         for before, after in rows:
@@ -213,7 +145,7 @@ class TableEncoder:
                 key = key_of(after)  # type: ignore[arg-type]
                 value = b'%b%b,"before":null,"after":%b%b' % (
                     heads["+I"], key, dumps(dict(zip(names, after, strict=True))), end)  # type: ignore[arg-type]
-                out: tuple[tuple[bytes, bytes], ...] = ((key, value),)
+                out: tuple[KeyValue, ...] = ((key, value),)
             elif kind == "D":
                 key = key_of(before)  # type: ignore[arg-type]
                 value = b'%b%b,"before":%b,"after":null%b' % (
@@ -234,11 +166,21 @@ class TableEncoder:
                             heads["+I"], key, new_row, end)),
                     )
             for k, v in out:
-                while True:
-                    try:
-                        produce(topic, v, k, timestamp=ts_ms)
-                        break
-                    except BufferError:
-                        room()
+                send(topic, v, k, ts_ms)
             produced += 1
         return produced
+
+
+class Encoders:
+    """The encoder of each table layout, built once (schemas are cached objects: holding one
+    keeps its id unique, so a schema change after DDL gets a new encoder)."""
+
+    def __init__(self) -> None:
+        self._by_schema: dict[int, tuple[TableSchema, TableEncoder]] = {}
+
+    def get(self, schema: TableSchema, where: str) -> TableEncoder:
+        hit = self._by_schema.get(id(schema))
+        if hit is None or hit[0] is not schema:
+            hit = (schema, table_encoder(schema, KeyPlan(schema, where)))
+            self._by_schema[id(schema)] = hit
+        return hit[1]

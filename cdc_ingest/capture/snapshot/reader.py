@@ -1,45 +1,16 @@
-"""The initial snapshot: lock-free primary-key chunks reconciled with the binlog (DBLog).
-
-For each chunk: take a low watermark (the binlog head), read the chunk with a plain SELECT,
-take a high watermark, and replay the binlog between the two onto the rows read, so the rows
-emitted are exactly the chunk's state at the high watermark. The binlog phase that follows
-starts where the snapshot started and drops, for each key, the events at or before its
-chunk's high watermark (:class:`ChunkFilter`): every change is in the changelog once, after
-the key's snapshot row. No FLUSH TABLES WITH READ LOCK, no table locks.
-"""
+"""Reading one chunk: low watermark, SELECT, high watermark, binlog replay in between."""
 
 from __future__ import annotations
 
 import logging
-import sys
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
-import pymysql
-import pymysql.converters
-from pymysql.constants import FIELD_TYPE
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeRemainingColumn,
-)
+import orjson
 
-from cdc_ingest.capture.binlog import (
-    BinlogReader,
-    CatalogLookup,
-    ConnectionSettings,
-    Rows,
-    TxCommit,
-)
-from cdc_ingest.capture.catalog import Catalog, KeyColumns, stream_rows
-from cdc_ingest.capture.changes import KeyPlan
-from cdc_ingest.capture.keyorder import (
+from cdc_ingest.capture.binlog import BinlogReader, CatalogLookup, Rows, TxCommit
+from cdc_ingest.capture.encode import KeyPlan
+from cdc_ingest.capture.snapshot.keyorder import (
     KeyColumn,
     KeyOrder,
     after_condition,
@@ -47,52 +18,26 @@ from cdc_ingest.capture.keyorder import (
     quote,
     upto_condition,
 )
+from cdc_ingest.capture.snapshot.state import BinlogPos, Chunk, ChunkRows, Key
+from cdc_ingest.capture.snapshot.values import (
+    UnsupportedType,
+    select_expression,
+    snapshot_converter,
+)
 from cdc_ingest.errors import SourceError
 from cdc_ingest.model import Position
-from cdc_ingest.verify.columns import COLUMNS_QUERY, Column
-from cdc_ingest.verify.convert import UnsupportedType, converter, select_expression
-from cdc_ingest.verify.values import Num, dumps
+from cdc_ingest.mysql import (
+    COLUMNS_QUERY,
+    Catalog,
+    Column,
+    ConnectionSettings,
+    KeyColumns,
+    connect,
+    stream_rows,
+)
 
 log = logging.getLogger(__name__)
 
-Key = dict[str, Any]
-BinlogPos = tuple[str, int]
-
-
-@dataclass
-class SnapshotState:
-    """Snapshot progress, committed with each chunk's rows (``Position.snapshot``)."""
-
-    tables: list[list[str]]
-    table: int = 0
-    after: Key | None = None
-    chunks: list[list[Any]] = field(default_factory=list)  # [db, table, after, upto, file, pos]
-    done: bool = False
-
-    def as_json(self) -> dict[str, Any]:
-        return {"tables": self.tables, "table": self.table, "after": self.after,
-                "chunks": self.chunks, "done": self.done}
-
-    @classmethod
-    def from_json(cls, body: dict[str, Any]) -> SnapshotState:
-        return cls(body["tables"], body["table"], body.get("after"), body.get("chunks") or [],
-                   bool(body.get("done")))
-
-
-@dataclass
-class Chunk:
-    db: str
-    table: str
-    after: Key | None
-    upto: Key | None
-
-
-@dataclass
-class ChunkRows:
-    rows: list[tuple[bytes, Key, dict[str, Any]]]
-    high: BinlogPos
-    selected: int
-    reconciled: int
 
 
 class TableInfo:
@@ -118,7 +63,7 @@ class TableInfo:
             compare_text,
         )
         try:
-            convert = [_snapshot_converter(c, tinyint1_as_boolean) for c in columns]
+            convert = [snapshot_converter(c, tinyint1_as_boolean) for c in columns]
         except UnsupportedType as exc:
             raise SourceError(f"{db}.{table}: {exc}, which the snapshot cannot read") from None
         # Only the columns whose driver value is not already its JSON form are converted.
@@ -137,37 +82,9 @@ class TableInfo:
         return {k: row[k] for k in self.key}, row
 
 
-# The snapshot's connection leaves these as the server's text (no datetime/Decimal objects):
-# the text already is the output form, with the column's exact fractional digits and scale.
-SERVER_TEXT = (FIELD_TYPE.DATETIME, FIELD_TYPE.TIMESTAMP, FIELD_TYPE.DATE,
-               FIELD_TYPE.NEWDECIMAL, FIELD_TYPE.DECIMAL)
-_IDENTITY = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "json",
-                       "enum", "smallint", "mediumint", "int", "integer", "bigint"})
-
-
-def _zero_date(text: str) -> bool:
-    return text[5:7] == "00" or text[8:10] == "00"
-
-
-def _snapshot_converter(column: Column, tinyint1_as_boolean: bool) -> Any:
-    """None when the driver's value is already the output JSON value, else a function."""
-    kind = column.data_type
-    if kind in _IDENTITY:
-        return None
-    if kind == "tinyint" and not (tinyint1_as_boolean and column.is_tinyint1):
-        return None
-    if kind in ("date", "datetime"):
-        return lambda v: None if _zero_date(v) else v
-    if kind == "timestamp":
-        return lambda v: None if _zero_date(v) else v + "Z"
-    if kind in ("decimal", "numeric"):
-        return Num if column.scale else int
-    return converter(column, tinyint1_as_boolean)
-
-
 def key_bytes(key: Key) -> bytes:
     """The changelog key, byte-identical to the one binlog rows of the same key get."""
-    return dumps(key)
+    return orjson.dumps(key)
 
 
 class Snapshotter:
@@ -185,10 +102,7 @@ class Snapshotter:
         self.chunk_size = chunk_size
         self._fetch = fetch_size
         self._heartbeat = heartbeat_s
-        conv = dict(pymysql.converters.conversions)
-        for field_type in SERVER_TEXT:
-            conv.pop(field_type, None)
-        self._conn = pymysql.connect(**settings.as_pymysql(), autocommit=True, conv=conv)
+        self._conn = connect(settings, retries=0, server_text=True)
         self._sql("SET SESSION time_zone = '+00:00'")
         self._sql("SET SESSION net_write_timeout = 3600")
         self._tables: dict[tuple[str, str], TableInfo] = {}
@@ -344,71 +258,3 @@ class Snapshotter:
                     rows[key_bytes(new)] = (new, dict(zip(names, after, strict=True)))
                     applied += 1
         return applied
-
-
-class ChunkFilter:
-    """Binlog phase after a snapshot: is this row change already in its key's snapshot row?"""
-
-    def __init__(self, state: SnapshotState, info: Callable[[str, str], TableInfo]) -> None:
-        self._by_table: dict[tuple[str, str], list[list[Any]]] = {}
-        for chunk in state.chunks:
-            self._by_table.setdefault((chunk[0], chunk[1]), []).append(chunk)
-        self._info = info
-        self.last: BinlogPos = max(((c[4], c[5]) for c in state.chunks), default=("", 0))
-
-    def covered(self, db: str, table: str, key: Key, at: BinlogPos) -> bool:
-        """True when the change at ``at`` is at or before its chunk's high watermark."""
-        chunks = self._by_table.get((db, table))
-        if not chunks or at > self.last:
-            return False
-        order = self._info(db, table).order
-        for chunk in chunks:
-            if order.within(key, chunk[2], chunk[3]):
-                return at <= (chunk[4], chunk[5])
-        return False
-
-
-class SnapshotProgress:
-    """Per-table progress: a bar per table on a terminal, else log lines (rows, rows/s, ETA).
-
-    The same figures are metrics (``numSnapshotRecords`` per table).
-    """
-
-    def __init__(self, interval_s: float = 5.0) -> None:
-        self._interval = interval_s
-        self._last = 0.0
-        self._started: dict[str, float] = {}
-        self.rows: dict[str, int] = {}
-        self._bar: Progress | None = None
-        self._tasks: dict[str, TaskID] = {}
-        if sys.stderr.isatty():
-            self._bar = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("{task.fields[rate]} rows/s"), TimeRemainingColumn(),
-                console=Console(stderr=True),
-            )
-            self._bar.start()
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-
-    def add(self, table: str, rows: int, estimate: int) -> None:
-        now = time.monotonic()
-        self._started.setdefault(table, now)
-        self.rows[table] = done = self.rows.get(table, 0) + rows
-        elapsed = now - self._started[table]
-        rate = done / elapsed if elapsed >= 1.0 else 0.0
-        if self._bar is not None:
-            task = self._tasks.get(table)
-            if task is None:
-                task = self._tasks[table] = self._bar.add_task(table, total=estimate, rate=0)
-            self._bar.update(task, completed=done, total=max(estimate, done),
-                             rate=f"{rate:,.0f}")
-            return
-        if now - self._last < self._interval or elapsed < 1.0:
-            return
-        self._last = now
-        left = max(estimate - done, 0) / rate if rate else 0.0
-        log.info("snapshot %s: %d of ~%d rows, %.0f rows/s, ETA %.0fs", table, done,
-                 max(estimate, done), rate, left)

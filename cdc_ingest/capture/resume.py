@@ -1,0 +1,119 @@
+"""Where capture starts, and which binlog rows an earlier run already captured.
+
+* :func:`start_position`: the committed position, or on a first start the one
+  ``scan.startup.mode`` names (with a snapshot state for ``initial`` / ``snapshot``); refused
+  when the server no longer has its binlog.
+* :class:`Transactions`: follows the MySQL transaction capture is in, and says what of it to
+  skip: a transaction whose GTID is already in the committed set (the replication library
+  re-sends after reconnecting on its own), one older than ``scan.startup.timestamp-millis``,
+  and the rows of a transaction that an earlier run stopped inside (``Position.rows_done``).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from cdc_ingest.capture.binlog import TxBegin, advance_gtid_set
+from cdc_ingest.capture.options import CaptureOptions, StartupSpec
+from cdc_ingest.capture.positions import PositionStore
+from cdc_ingest.capture.snapshot.state import SnapshotState
+from cdc_ingest.errors import ConfigError, ConfigProblem, PositionPurgedError, SourceError
+from cdc_ingest.model import Position
+from cdc_ingest.mysql import Catalog
+
+log = logging.getLogger(__name__)
+
+
+def first_position(spec: StartupSpec, catalog: Catalog) -> Position:
+    """Where a first start begins, from ``scan.startup.mode`` and its options."""
+    if spec.mode in ("latest-offset", "initial", "snapshot"):
+        # initial/snapshot: the binlog phase starts where the snapshot starts.
+        return catalog.latest()
+    if spec.mode == "earliest-offset":
+        return catalog.earliest()
+    if spec.mode == "specific-offset":
+        if spec.gtid_set:
+            return Position(gtid_set=spec.gtid_set, rows_done=spec.skip_rows)
+        if spec.file and spec.pos is not None:
+            return catalog.at(spec.file, spec.pos)
+    if spec.mode == "timestamp" and spec.timestamp_ms is not None:
+        # Transactions older than the timestamp are skipped (Transactions.skip_before_s).
+        return catalog.earliest()
+    raise ConfigError(
+        ConfigProblem("source.scan.startup.mode", f"'{spec.mode}' lacks its options",
+                      "see the scan.startup.* options")
+    )
+
+
+def start_position(options: CaptureOptions, store: PositionStore,
+                   catalog: Catalog) -> tuple[Position, int]:
+    """The committed position, else the first one; raises when its binlog is gone. Also the
+    binlog time (s) before which transactions are skipped (a first start in ``timestamp``
+    mode; else 0)."""
+    skip_before_s = 0
+    start = store.load()
+    if start is not None:
+        log.info("resuming from committed position %s", start.describe())
+    else:
+        start = first_position(options.startup, catalog)
+        if options.startup.mode == "timestamp" and options.startup.timestamp_ms:
+            skip_before_s = options.startup.timestamp_ms // 1000
+        if options.startup.mode in ("initial", "snapshot"):
+            tables = sorted(t for t in catalog.tables() if options.captured(*t))
+            log.info("snapshot of %d table(s) first, then the binlog from %s",
+                     len(tables), start.describe())
+            start = replace(start, snapshot=SnapshotState([list(t) for t in tables]).as_json())
+    why = catalog.purged_before(start)
+    if why is not None:
+        raise PositionPurgedError(
+            f"cannot resume capture of pipeline {options.pipeline!r} at "
+            f"{start.describe()!r}: {why}. Fix: restart with scan.startup.mode: "
+            "latest-offset and a new pipeline.name (changes made meanwhile are missed "
+            "unless you snapshot again), and raise binlog_expire_logs_seconds."
+        )
+    return start, skip_before_s
+
+
+class Transactions:
+    """The MySQL transaction in progress, and what of it an earlier run already captured."""
+
+    def __init__(self, start: Position, skip_before_s: int = 0) -> None:
+        self.seen_gtid = start.gtid_set or ""  # GTIDs of every transaction fully captured
+        self.current: TxBegin | None = None
+        self.rows = 0  # rows of the current transaction seen so far
+        self.skipped = False  # the whole current transaction is left out
+        self._skip_rows = start.rows_done  # rows of the resumed transaction already captured
+        self._resumed_gtid = start.tx_gtid
+        self._skip_before_s = skip_before_s
+
+    def begin(self, ev: TxBegin) -> None:
+        already = ev.gtid is not None and bool(self.seen_gtid) and (
+            advance_gtid_set(self.seen_gtid, ev.gtid) == self.seen_gtid)
+        self.current, self.rows = ev, 0
+        self.skipped = already or ev.ts < self._skip_before_s
+        if not self.skipped:
+            self._skip_before_s = 0  # the first transaction at or after the timestamp
+        if self._skip_rows and self._resumed_gtid not in (None, ev.gtid):
+            raise SourceError(
+                f"resumed inside transaction {self._resumed_gtid} but the server sent "
+                f"{ev.gtid} first; refusing to guess which rows are already captured. "
+                "Fix: report this with the binlog around that position."
+            )
+
+    def rows_event(self, count: int) -> tuple[int, int]:
+        """A rows event of ``count`` rows: (rows of the transaction before it, how many of
+        its first rows an earlier run already captured)."""
+        before = self.rows
+        self.rows += count
+        return before, min(count, max(0, self._skip_rows - before))
+
+    def commit(self) -> str | None:
+        """The current transaction ended; returns its GTID (now in :attr:`seen_gtid`)."""
+        gtid = self.current.gtid if self.current is not None else None
+        if gtid is not None:
+            self.seen_gtid = advance_gtid_set(self.seen_gtid, gtid)
+        self.current = None
+        self._skip_rows = 0
+        self.skipped = False
+        return gtid

@@ -1,0 +1,101 @@
+"""The snapshot phase: chunks planned in key order, read by parallel readers, committed in
+order, each chunk's rows together with the progress that includes it."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
+
+from cdc_ingest import metrics
+from cdc_ingest.capture.checkpoint import Checkpoint
+from cdc_ingest.capture.options import CaptureOptions
+from cdc_ingest.capture.snapshot.progress import SnapshotProgress
+from cdc_ingest.capture.snapshot.reader import Snapshotter
+from cdc_ingest.capture.snapshot.state import Chunk, ChunkRows, SnapshotState
+from cdc_ingest.kafka import TransactionalProducer
+from cdc_ingest.model.changelog import snapshot_value
+
+log = logging.getLogger(__name__)
+
+
+def snapshotter(options: CaptureOptions, index: int) -> Snapshotter:
+    """Reader ``index`` (0: the planner's), with its own connections and replica server-id."""
+    return Snapshotter(options.connection, options.snapshot_server_id + index,
+                       options.key_columns, options.tinyint1_as_boolean, options.chunk_size,
+                       options.fetch_size)
+
+
+class SnapshotPhase:
+    def __init__(self, options: CaptureOptions, producer: TransactionalProducer,
+                 checkpoint: Checkpoint, planner: Snapshotter,
+                 stopping: Callable[[], bool]) -> None:
+        self._o = options
+        self._producer = producer
+        self._checkpoint = checkpoint
+        self._planner = planner
+        self._stopping = stopping
+
+    def run(self, state: SnapshotState) -> None:
+        """Read and commit chunks until the snapshot is done or a stop is requested; one
+        chunk more than readers is in flight, so the next read overlaps this commit."""
+        parallelism = self._o.snapshot_parallelism
+        readers: queue.Queue[Snapshotter] = queue.Queue()
+        for i in range(parallelism):
+            readers.put(snapshotter(self._o, i))  # the planner's connection stays its own
+
+        def read(chunk: Chunk) -> ChunkRows:
+            reader = readers.get()
+            try:
+                return reader.read(chunk)
+            finally:
+                readers.put(reader)
+
+        plan_table, plan_after = state.table, state.after
+        pending: deque[tuple[Chunk, Future[ChunkRows]]] = deque()
+        progress = SnapshotProgress()
+        with ThreadPoolExecutor(parallelism, "snapshot") as pool:
+            while not self._stopping():
+                while len(pending) <= parallelism and plan_table < len(state.tables):
+                    db, table = state.tables[plan_table]
+                    chunk = self._planner.next_chunk(db, table, plan_after)
+                    pending.append((chunk, pool.submit(read, chunk)))
+                    plan_after = chunk.upto
+                    if chunk.upto is None:
+                        plan_table += 1
+                if not pending:
+                    break
+                chunk, future = pending.popleft()
+                self._commit_chunk(state, chunk, future.result(), progress)
+            for _, future in pending:
+                future.cancel()
+        progress.close()
+        while not readers.empty():
+            readers.get().close()
+        if state.done:
+            log.info("snapshot done: %d chunks of %d table(s); streaming from %s",
+                     len(state.chunks), len(state.tables),
+                     self._checkpoint.position.describe())
+
+    def _commit_chunk(self, state: SnapshotState, chunk: Chunk, read: ChunkRows,
+                      progress: SnapshotProgress) -> None:
+        db, table = chunk.db, chunk.table
+        log.info("snapshot chunk of %s.%s read: %d rows, %d binlog changes applied, "
+                 "high watermark %s:%d", db, table, read.selected, read.reconciled, *read.high)
+        checkpoint = self._checkpoint
+        checkpoint.open()
+        ts_ms = int(time.time() * 1000)
+        send, topic = self._producer.send, self._o.changelog_topic
+        for key, pk, row in read.rows:
+            send(topic, snapshot_value(db, table, pk, row, ts_ms), key, ts_ms)
+        state.chunk_done(chunk, read.high)
+        checkpoint.rows += len(read.rows)
+        checkpoint.position = replace(checkpoint.position, snapshot=state.as_json())
+        checkpoint.commit()
+        metrics.SNAPSHOT_ROWS.labels(f"{db}.{table}").inc(len(read.rows))
+        progress.add(f"{db}.{table}", read.selected,
+                     self._planner.estimated_rows(db, table))

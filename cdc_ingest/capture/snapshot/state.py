@@ -1,0 +1,66 @@
+"""Snapshot progress and chunks: plain data, committed with each chunk's rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+Key = dict[str, Any]
+BinlogPos = tuple[str, int]
+
+
+@dataclass
+class SnapshotState:
+    """Snapshot progress, committed with each chunk's rows (``Position.snapshot``)."""
+
+    tables: list[list[str]]
+    table: int = 0
+    after: Key | None = None
+    chunks: list[list[Any]] = field(default_factory=list)  # [db, table, after, upto, file, pos]
+    done: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        return {"tables": self.tables, "table": self.table, "after": self.after,
+                "chunks": self.chunks, "done": self.done}
+
+    def chunk_done(self, chunk: Chunk, high: BinlogPos) -> None:
+        """``chunk`` is read as of ``high`` and goes into the changelog with this progress."""
+        self.chunks.append([chunk.db, chunk.table, _stored(chunk.after), _stored(chunk.upto),
+                            *high])
+        if chunk.upto is None:
+            self.table, self.after = self.table + 1, None
+        else:
+            self.after = _stored(chunk.upto)
+        self.done = self.table >= len(self.tables)
+
+    @classmethod
+    def from_json(cls, body: dict[str, Any]) -> SnapshotState:
+        return cls(body["tables"], body["table"], body.get("after"), body.get("chunks") or [],
+                   bool(body.get("done")))
+
+
+@dataclass
+class Chunk:
+    db: str
+    table: str
+    after: Key | None
+    upto: Key | None
+
+
+@dataclass
+class ChunkRows:
+    rows: list[tuple[bytes, Key, dict[str, Any]]]
+    high: BinlogPos
+    selected: int
+    reconciled: int
+
+
+def _stored(key: Key | None) -> Key | None:
+    """A key as the position record keeps it: an exact number (a DECIMAL key column's
+    Fragment) as its text, so reading the record back never turns it into a float."""
+    if key is None:
+        return None
+    return {name: orjson.dumps(v).decode() if isinstance(v, orjson.Fragment) else v
+            for name, v in key.items()}

@@ -1,0 +1,130 @@
+"""Snapshot values: what a SELECT returns -> the output JSON form (docs/changelog-format.md).
+
+Capture's own rules for rows read with SELECT, apart from ``verify``'s on purpose: verify
+checks the topics against a second implementation. The snapshot's connection
+(``mysql.connect(server_text=True)``) leaves DATE, DATETIME, TIMESTAMP and DECIMAL as the
+server's text, which already is the output form with the column's exact digits; FLOAT is
+selected as ``col + 0E0`` (exact as a double). Numbers that must keep their exact text are
+:class:`orjson.Fragment`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import orjson
+
+from cdc_ingest.capture.geometry import geometry_dict
+from cdc_ingest.mysql import Column
+
+Converter = Callable[[Any], Any]
+
+# Types whose driver value already is the output JSON value.
+_AS_IS = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "json",
+                    "enum", "smallint", "mediumint", "int", "integer", "bigint"})
+_BLOBS = frozenset({"varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
+_GEOMETRIES = frozenset({"geometry", "point", "linestring", "polygon", "multipoint",
+                         "multilinestring", "multipolygon", "geometrycollection",
+                         "geomcollection"})
+_F32 = struct.Struct("<f")
+
+
+class UnsupportedType(ValueError):
+    """A column type the snapshot has no conversion for."""
+
+
+def _zero_date(text: str) -> bool:
+    return text[5:7] == "00" or text[8:10] == "00"
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _raw(value: Any) -> bytes:
+    return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+
+
+def _float32(value: float) -> orjson.Fragment:
+    """The fewest digits that read back as the same 32-bit float, as Python spells them."""
+    target = _F32.unpack(_F32.pack(value))[0]
+    for digits in range(1, 10):
+        text = f"{target:.{digits}g}"
+        try:
+            if _F32.unpack(_F32.pack(float(text)))[0] == target:
+                return orjson.Fragment(repr(float(text)))
+        except OverflowError:  # rounded up beyond the largest float
+            continue
+    return orjson.Fragment(repr(target))
+
+
+def _time(value: timedelta, fsp: int) -> str:
+    """TIME as ``[-]HH:MM:SS[.f]``; hours may exceed 24 (up to 838)."""
+    micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+    seconds, micro = divmod(abs(micros), 1_000_000)
+    hours, rest = divmod(seconds, 3600)
+    frac = "." + f"{micro:06d}"[:fsp] if fsp > 0 else ""
+    return f"{'-' if micros < 0 else ''}{hours:02d}:{rest // 60:02d}:{rest % 60:02d}{frac}"
+
+
+def _bit(data: bytes, bits: int) -> bool | str:
+    return any(data) if bits == 1 else _b64(_raw(data).rjust((bits + 7) // 8, b"\x00"))
+
+
+def _set(value: Any, labels: tuple[str, ...]) -> list[str]:
+    members = set(value.split(",")) if isinstance(value, str) else {str(v) for v in value}
+    members.discard("")
+    return [label for label in labels if label in members]
+
+
+def _decimal(scale: int) -> Converter:
+    return orjson.Fragment if scale else int
+
+
+def _geometry(value: bytes) -> str:
+    return json.dumps(geometry_dict(_raw(value)), separators=(",", ":"))
+
+
+def snapshot_converter(column: Column, tinyint1_as_boolean: bool) -> Converter | None:
+    """None when the driver's value is already the output JSON value, else the conversion
+    of the column's non-NULL values; raises :class:`UnsupportedType`."""
+    kind = column.data_type
+    if kind in _AS_IS or (kind == "tinyint" and not (tinyint1_as_boolean
+                                                      and column.is_tinyint1)):
+        return None
+    width, fsp, bits, labels = column.octet_length or 0, column.fsp, column.bits, column.labels
+    rules: dict[str, Converter] = {
+        "tinyint": lambda v: int(v) != 0,
+        "date": lambda v: None if _zero_date(v) else v,
+        "datetime": lambda v: None if _zero_date(v) else v,
+        "timestamp": lambda v: None if _zero_date(v) else v + "Z",
+        "decimal": _decimal(column.scale),
+        "numeric": _decimal(column.scale),
+        "float": lambda v: _float32(float(v)),
+        "double": lambda v: orjson.Fragment(repr(float(v))),
+        "real": lambda v: orjson.Fragment(repr(float(v))),
+        "time": lambda v: _time(v, fsp),
+        "year": int,
+        "binary": lambda v: _b64(_raw(v).ljust(width, b"\x00")),
+        "bit": lambda v: _bit(v, bits),
+        "set": lambda v: _set(v, labels),
+    }
+    if kind in rules:
+        return rules[kind]
+    if kind in _BLOBS:
+        return lambda v: _b64(_raw(v))
+    if kind in _GEOMETRIES:
+        return _geometry
+    raise UnsupportedType(f"column {column.name} has type {column.column_type}")
+
+
+def select_expression(column: Column) -> str:
+    """How the snapshot selects a column so that its value arrives exactly."""
+    name = "`" + column.name.replace("`", "``") + "`"
+    # The text protocol prints FLOAT with 6 significant digits; as a DOUBLE it is exact.
+    return f"({name} + 0E0)" if column.data_type == "float" else name

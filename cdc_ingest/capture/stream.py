@@ -1,0 +1,165 @@
+"""The binlog phase: events -> changelog records in Kafka transactions, position with them.
+
+One event at a time, in binlog order: a transaction begins (:class:`TxBegin`), its rows are
+decoded by the reader and encoded and sent by the table's encoder (:class:`Rows`), DDL goes to
+every changelog partition (:class:`Ddl`), and the transaction ends (:class:`TxCommit`); after
+each event the :class:`Checkpoint` commits when a transaction is full or old enough. The
+position says which MySQL transaction capture is in and how many of its rows are already in
+the changelog, so a commit in the middle of a large MySQL transaction resumes exactly there.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from cdc_ingest.capture.binlog import (
+    BinlogReader,
+    Ddl,
+    Heartbeat,
+    ReplicaTakenOver,
+    Rows,
+    TxBegin,
+    TxCommit,
+)
+from cdc_ingest.capture.checkpoint import Checkpoint
+from cdc_ingest.capture.ddl import tables_of
+from cdc_ingest.capture.encode import Encoders, KeyPlan
+from cdc_ingest.capture.progress import Progress
+from cdc_ingest.capture.resume import Transactions
+from cdc_ingest.capture.snapshot.filter import ChunkFilter
+from cdc_ingest.kafka import TransactionalProducer
+from cdc_ingest.model import Position
+from cdc_ingest.model.changelog import ddl_value
+from cdc_ingest.mysql import Catalog
+
+log = logging.getLogger(__name__)
+
+
+class BinlogPhase:
+    def __init__(self, producer: TransactionalProducer, topic: str, partitions: int,
+                 captured: Callable[[str, str], bool], catalog: Catalog,
+                 checkpoint: Checkpoint, transactions: Transactions, progress: Progress,
+                 chunk_filter: ChunkFilter | None, stopping: Callable[[], bool]) -> None:
+        self._producer = producer
+        self._topic = topic
+        self._partitions = partitions
+        self._captured = captured
+        self._catalog = catalog
+        self._checkpoint = checkpoint
+        self._tx = transactions
+        self._progress = progress
+        self._filter = chunk_filter
+        self._stopping = stopping
+        self._encoders = Encoders()
+
+    def run(self, reader: BinlogReader) -> None:
+        """Until stopped; the last records and position are committed on the way out."""
+        try:
+            self._consume(reader)
+        except ReplicaTakenOver:
+            # Usually a second capture of this pipeline: Kafka fencing is the authority, and
+            # committing (even an unchanged position) raises FencedError if that is it.
+            self._checkpoint.commit(force=True)
+            raise
+        self._checkpoint.commit()
+
+    def _consume(self, reader: BinlogReader) -> None:
+        checkpoint = self._checkpoint
+        for ev in reader.events():
+            if isinstance(ev, Rows):
+                self._on_rows(ev)
+            elif isinstance(ev, TxBegin):
+                self._on_begin(ev)
+            elif isinstance(ev, TxCommit):
+                self._on_commit(ev.file, ev.pos, ev.ts)
+                reader.set_resume_gtid(checkpoint.committed.gtid_set or "")
+            elif isinstance(ev, Ddl):
+                self._on_ddl(ev)
+                if ev.ends_tx:
+                    self._on_commit(ev.file, ev.pos, ev.ts)
+            elif isinstance(ev, Heartbeat) and self._tx.current is None:
+                checkpoint.position = replace(checkpoint.position, file=ev.file, pos=ev.pos)
+            checkpoint.maybe_commit()
+            self._progress.maybe_log(checkpoint.committed)
+            if self._stopping():
+                break
+
+    def _on_begin(self, ev: TxBegin) -> None:
+        self._tx.begin(ev)
+        self._checkpoint.position = replace(self._checkpoint.position, tx_gtid=ev.gtid,
+                                            file=ev.file, pos=ev.pos, rows_done=0,
+                                            ts_ms=ev.ts * 1000)
+
+    def _on_rows(self, ev: Rows) -> None:
+        if self._tx.skipped:
+            return
+        checkpoint = self._checkpoint
+        encoder = self._encoders.get(ev.schema, ev.where)
+        at = checkpoint.position
+        prefix = at.tx_gtid or f"{at.file}:{at.pos}"
+        rows = ev.rows
+        # rows of this MySQL transaction before this event; rows an earlier run captured
+        before_event, i = self._tx.rows_event(len(rows))
+        keep = self._keep(ev, encoder.plan)
+        ts_ms = ev.ts * 1000
+        send = self._producer.send
+        while i < len(rows):
+            checkpoint.open()
+            take = min(len(rows) - i, checkpoint.max_rows - checkpoint.rows)
+            produced = encoder.produce_rows(send, self._topic, ev.kind, rows[i:i + take],
+                                            before_event + i + 1, prefix, ts_ms, keep)
+            i += take
+            checkpoint.rows += produced
+            self._progress.rows += produced
+            if checkpoint.full:
+                checkpoint.position = replace(checkpoint.position, rows_done=before_event + i)
+                checkpoint.commit()
+        checkpoint.position = replace(checkpoint.position, rows_done=self._tx.rows,
+                                      ts_ms=ts_ms)
+        self._progress.event_ts = ev.ts
+
+    def _keep(self, ev: Rows, plan: KeyPlan) -> Callable[[Any, Any], bool] | None:
+        """Outside a snapshot's reach, every row; else the changes its key's snapshot row
+        does not hold yet (after the chunk's high watermark). A key-changing update counts
+        by its new key."""
+        chunks = self._filter
+        if chunks is None:
+            return None
+        db, table, at = ev.schema.db, ev.schema.table, (ev.file, ev.pos)
+
+        def keep(before: list[Any] | None, after: list[Any] | None) -> bool:
+            key = plan.key(after if after is not None else before)  # type: ignore[arg-type]
+            return not chunks.covered(db, table, key, at)
+
+        return keep
+
+    def _on_commit(self, file: str, pos: int, ts: int) -> None:
+        gtid = self._tx.commit()
+        checkpoint = self._checkpoint
+        snapshot = checkpoint.position.snapshot
+        if self._filter is not None and (file, pos) > self._filter.last:
+            self._filter = None  # past every chunk's high watermark: nothing left to drop
+            snapshot = None
+        checkpoint.position = Position(
+            gtid_set=self._tx.seen_gtid if gtid is not None else checkpoint.position.gtid_set,
+            file=file, pos=pos, ts_ms=ts * 1000, snapshot=snapshot,
+        )
+        self._progress.event_ts = ts
+
+    def _on_ddl(self, ev: Ddl) -> None:
+        if self._tx.skipped:
+            return
+        for db, table in tables_of(ev.sql, ev.db):
+            self._catalog.forget(db, table)
+            if not self._captured(db, table):
+                continue
+            log.info("DDL on %s.%s at %s:%s: %s", db, table, ev.file, ev.pos, ev.sql[:200])
+            value = ddl_value(db, table, ev.sql, ev.ts * 1000, f"{ev.file}:{ev.pos}")
+            self._checkpoint.open()
+            # Every partition gets it, in order with the rows around it.
+            for partition in range(self._partitions):
+                self._producer.send(self._topic, value, None, ev.ts * 1000,
+                                    partition=partition)

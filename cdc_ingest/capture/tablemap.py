@@ -1,0 +1,100 @@
+"""Binlog TableMap -> :class:`TableSchema` and its row decoder, compiled once per layout.
+
+The TableMap is python-mysql-replication's object, read here by attribute only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from cdc_ingest.capture.decoder import EventDecoder, event_decoder
+from cdc_ingest.capture.schema import ColumnSpec, FieldType, JsonText, TableSchema
+
+# (db, table) -> names of TINYINT(1) columns, and the key columns in key order (the primary
+# key, or the configured key columns of a table without one)
+CatalogLookup = Callable[[str, str], tuple[frozenset[str], tuple[str, ...]]]
+
+
+class SchemaCache:
+    """TableMap -> (TableSchema, decoder), compiled once per distinct column layout."""
+
+    def __init__(self, catalog: CatalogLookup, json_text: JsonText) -> None:
+        self._catalog = catalog
+        self._json_text = json_text
+        self._by_signature: dict[tuple[object, ...], tuple[TableSchema, EventDecoder]] = {}
+        # table id -> (TableMap object, what resolve() gave for it): the library parses a
+        # fresh TableMap object per event group; its signature is computed once per object
+        self._by_map: dict[int, tuple[Any, tuple[TableSchema, EventDecoder]]] = {}
+
+    def resolve(self, table_map: Any) -> tuple[TableSchema, EventDecoder]:
+        last = self._by_map.get(table_map.table_id)
+        if last is not None and last[0] is table_map:
+            return last[1]
+        signature = _signature(table_map)
+        hit = self._by_signature.get(signature)
+        if hit is None:
+            schema = self._build(table_map, signature)
+            hit = (schema, event_decoder(schema, self._json_text))
+            self._by_signature[signature] = hit
+        self._by_map[table_map.table_id] = (table_map, hit)
+        return hit
+
+    def forget(self, db: str, table: str) -> None:
+        """Drop what we know of a table after DDL (catalog facts may have changed)."""
+        for key in [k for k in self._by_signature if k[0] == db and k[1] == table]:
+            del self._by_signature[key]
+        self._by_map.clear()
+
+    def _build(self, table_map: Any, signature: tuple[object, ...]) -> TableSchema:
+        db, table = table_map.schema, table_map.table
+        booleans, catalog_keys = self._catalog(db, table)
+        columns = tuple(_column_spec(c, booleans) for c in table_map.columns)
+        in_binlog = tuple(c.name for c in table_map.columns if c.is_primary)
+        # The catalog knows the key order (PRIMARY KEY (b, a)); the binlog only membership.
+        pk = catalog_keys if set(catalog_keys) == set(in_binlog) else in_binlog
+        return TableSchema(db, table, columns, pk, signature)
+
+
+def _signature(table_map: Any) -> tuple[object, ...]:
+    cols = tuple(
+        (c.type, c.name, c.unsigned, c.is_primary, c.character_set_name, _meta(c))
+        for c in table_map.columns
+    )
+    return (table_map.schema, table_map.table, cols)
+
+
+def _meta(c: Any) -> tuple[object, ...]:
+    return (
+        getattr(c, "max_length", None),
+        getattr(c, "length_size", None),
+        getattr(c, "precision", None),
+        getattr(c, "decimals", None),
+        getattr(c, "fsp", None),
+        getattr(c, "bits", None),
+        getattr(c, "size", None),
+        tuple(c.enum_values or ()),
+        tuple(c.set_values or ()),
+    )
+
+
+def _column_spec(c: Any, booleans: frozenset[str]) -> ColumnSpec:
+    length = getattr(c, "max_length", None) or getattr(c, "length_size", None) or 0
+    if c.type in (FieldType.ENUM, FieldType.SET):
+        length = c.size
+    labels = tuple((c.enum_values or [""])[1:]) if c.type == FieldType.ENUM else ()
+    if c.type == FieldType.SET:
+        labels = tuple(c.set_values or ())
+    return ColumnSpec(
+        name=c.name,
+        type=c.type,
+        unsigned=bool(c.unsigned),
+        length=int(length),
+        precision=getattr(c, "precision", 0) or 0,
+        scale=getattr(c, "decimals", 0) or 0,
+        fsp=getattr(c, "fsp", 0) or 0,
+        bits=getattr(c, "bits", 0) or 0,
+        encoding=c.character_set_name,
+        labels=labels,
+        as_boolean=c.type == FieldType.TINY and c.name in booleans,
+    )

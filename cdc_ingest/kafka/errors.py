@@ -1,0 +1,23 @@
+"""What the Kafka wrappers raise: Kafka's own failures, in words an operator can act on.
+
+They belong to no stage: capture and the sink both let them through, so a Kafka failure
+exits with the same code wherever it happens.
+"""
+
+from __future__ import annotations
+
+from cdc_ingest.errors import CdcIngestError
+
+
+class KafkaClientError(CdcIngestError):
+    """Kafka refused or failed a request (produce, commit, admin, read); nothing of a
+    transaction that saw it is committed."""
+
+    exit_code = 5
+
+
+class FencedError(KafkaClientError):
+    """Another process took over this transactional id (a second instance, or a retried
+    task): this one must stop; its open transaction is aborted."""
+
+    exit_code = 6

@@ -1,0 +1,126 @@
+"""The changelog record: the one contract between capture and the sink.
+
+One Kafka message per row change in the pipeline's changelog topic:
+
+* **key**: the canonical JSON of the key columns in key order, ``{"id":42}`` (compact, as
+  orjson writes it), so one key always lands in one changelog partition, in binlog order.
+  DDL records have no key and go to every partition.
+* **value**: a JSON object with the fields of :data:`FIELDS`, in that order::
+
+    {"v":1,"op":"+U","db":"shop","table":"orders","pk":{"id":42},
+     "before":{...},"after":{...},"ts_ms":1700000000000,"pos":"0-1-9#3"}
+
+  ``op`` is one of :class:`Op`; ``before``/``after`` are the row images (``null`` where the
+  op has none), already in their output JSON form (docs/changelog-format.md); ``ts_ms`` is
+  the binlog event time; ``pos`` is ``<transaction>#<row number in it>`` for binlog rows and
+  ``snapshot`` for snapshot rows. DDL records add ``"ddl":"<statement>"``.
+
+A key-changing UPDATE travels as ``-D`` of the old key then ``+I`` of the new one. The format
+is versioned by ``v``; a reader refuses a version it does not know
+(:func:`check_version`). Capture writes it three ways, all byte-identical: the reference
+(:func:`row_value`), the pure-Python fast encoder and the compiled one, both assembled from
+:func:`value_head` and :func:`value_tail`. The sink reads it with :data:`decode_record`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+import msgspec
+import orjson
+
+CHANGELOG_VERSION = 1
+FIELDS = ("v", "op", "db", "table", "pk", "before", "after", "ts_ms", "pos")
+SNAPSHOT_POS = "snapshot"
+
+
+class Op(StrEnum):
+    INSERT = "+I"
+    UPDATE = "+U"
+    DELETE = "-D"
+    DDL = "DDL"
+
+
+ROW_OPS = (Op.INSERT, Op.UPDATE, Op.DELETE)
+
+
+class ChangelogVersionError(ValueError):
+    """A record of a changelog version this reader does not know."""
+
+
+def key_bytes(pk: dict[str, Any]) -> bytes:
+    """The record key: the key columns as compact JSON, in key order."""
+    return orjson.dumps(pk)
+
+
+def value_head(op: str, db: str, table: str) -> bytes:
+    """Everything of a row record's value before the key object: ``{"v":1,...,"pk":``."""
+    return b'{"v":%d,"op":"%s","db":%b,"table":%b,"pk":' % (
+        CHANGELOG_VERSION, op.encode(), orjson.dumps(db), orjson.dumps(table))
+
+
+def value_tail(ts_ms: int, pos_prefix: str) -> bytes:
+    """What follows ``"after":...`` up to the row number: ``,"ts_ms":N,"pos":"<prefix>#``.
+    The row number and ``"}`` close the value."""
+    return b',"ts_ms":%d,"pos":%b' % (ts_ms, orjson.dumps(pos_prefix + "#")[:-1])
+
+
+def row_value(op: str, db: str, table: str, pk: dict[str, Any], before: Any, after: Any,
+              ts_ms: int, pos: str) -> bytes:
+    """A row record's value, from its parts (the reference every encoder must equal)."""
+    return orjson.dumps({"v": CHANGELOG_VERSION, "op": op, "db": db, "table": table, "pk": pk,
+                         "before": before, "after": after, "ts_ms": ts_ms, "pos": pos})
+
+
+def snapshot_value(db: str, table: str, pk: dict[str, Any], row: dict[str, Any],
+                   ts_ms: int) -> bytes:
+    """A snapshot row: ``+I`` with the row as of its chunk's high watermark."""
+    return row_value(Op.INSERT, db, table, pk, None, row, ts_ms, SNAPSHOT_POS)
+
+
+def ddl_value(db: str, table: str, sql: str, ts_ms: int, pos: str) -> bytes:
+    """A DDL record's value (it has no key; it goes to every partition)."""
+    return orjson.dumps({"v": CHANGELOG_VERSION, "op": Op.DDL.value, "db": db, "table": table,
+                         "pk": None, "before": None, "after": None, "ts_ms": ts_ms,
+                         "pos": pos, "ddl": sql})
+
+
+# -- reading -------------------------------------------------------------------------------
+
+
+class RawRecord(msgspec.Struct):
+    """The fields of a record the sink reads; ``pk`` and ``after`` stay their raw JSON text
+    (numbers never go through a float); the others are skipped unparsed."""
+
+    v: int
+    op: str
+    db: str | None
+    table: str | None
+    pk: msgspec.Raw
+    after: msgspec.Raw
+    ts_ms: int
+
+
+class ColumnsRecord(msgspec.Struct):
+    """The same with ``pk`` and ``after`` as their columns, each value its raw JSON text."""
+
+    v: int
+    op: str
+    db: str | None
+    table: str | None
+    pk: dict[str, msgspec.Raw] | None
+    after: dict[str, msgspec.Raw] | None
+    ts_ms: int
+
+
+decode_record = msgspec.json.Decoder(RawRecord).decode
+decode_record_columns = msgspec.json.Decoder(ColumnsRecord).decode
+
+
+def check_version(v: int) -> None:
+    """Raise :class:`ChangelogVersionError` unless ``v`` is a version this code reads."""
+    if v != CHANGELOG_VERSION:
+        raise ChangelogVersionError(
+            f"changelog record version {v}, but this cdc-ingest reads version "
+            f"{CHANGELOG_VERSION}: capture and sink must run the same cdc-ingest release")

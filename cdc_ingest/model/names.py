@@ -1,0 +1,20 @@
+"""The Kafka names every process of a pipeline derives from its transactional-id prefix
+(``sink.transactional-id-prefix``, by default ``cdc-ingest.<pipeline name>``): the one place
+they are spelled, so capture, the sink, ``status`` and ``validate`` always agree."""
+
+from __future__ import annotations
+
+
+def capture_transactional_id(prefix: str) -> str:
+    """One per pipeline: a second capture process fences the first."""
+    return f"{prefix}.capture"
+
+
+def sink_transactional_id(prefix: str, partition: int) -> str:
+    """One per changelog partition, so a retried Spark task fences its older attempt."""
+    return f"{prefix}.sink.{partition}"
+
+
+def sink_group_id(prefix: str) -> str:
+    """The consumer group whose committed offsets say what the sink has written."""
+    return f"{prefix}.sink"

@@ -1,0 +1,80 @@
+"""What differs between MariaDB and MySQL servers, in one place.
+
+Callers ask the :class:`Flavor` of their server instead of testing ``is_mariadb`` themselves.
+Each method takes ``query(sql, args) -> rows`` over the caller's connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+
+Query = Callable[..., list[tuple[Any, ...]]]
+
+
+def _one(query: Query, sql: str, args: Any = None) -> tuple[Any, ...]:
+    rows = query(sql, args)
+    return rows[0] if rows else ()
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """The server's flavour, from ``SELECT VERSION()``."""
+
+    mariadb: bool
+
+    @classmethod
+    def of(cls, version: str) -> Flavor:
+        return cls(mariadb="mariadb" in version.lower())
+
+    def binlog_status(self, query: Query) -> tuple[Any, ...]:
+        """``SHOW MASTER STATUS`` (file, position, ..., MySQL: executed GTID set)."""
+        try:
+            return _one(query, "SHOW MASTER STATUS")
+        except pymysql.err.ProgrammingError:
+            # MySQL 8.4 removed SHOW MASTER STATUS in favour of SHOW BINARY LOG STATUS.
+            return _one(query, "SHOW BINARY LOG STATUS")
+
+    def gtid_state(self, query: Query) -> str:
+        """The GTID set of everything in the binlog now (MariaDB ``@@gtid_binlog_pos``,
+        MySQL the executed set of the binlog status); "" when there is none."""
+        if self.mariadb:
+            return str(_one(query, "SELECT @@GLOBAL.gtid_binlog_pos")[0] or "")
+        row = self.binlog_status(query)
+        return str(row[4]).replace("\n", "") if len(row) > 4 and row[4] else ""
+
+    def gtid_at(self, query: Query, file: str, pos: int) -> str | None:
+        """The GTID state at binlog ``file``:``pos`` (MariaDB: ``BINLOG_GTID_POS``); None on
+        MySQL, which resumes there by file and position. Raises ``LookupError`` when MariaDB
+        does not know the position."""
+        if not self.mariadb:
+            return None
+        value = _one(query, "SELECT BINLOG_GTID_POS(%s, %s)", (file, pos))[0]
+        if value is None:
+            raise LookupError(f"{file}:{pos}")
+        return str(value)
+
+    def gtid_purged(self, query: Query, oldest_file: str, gtid_set: str) -> str | None:
+        """Why the server's binlog no longer holds what follows ``gtid_set``, or None.
+        MariaDB: a domain's sequence older than the oldest binlog file's start. MySQL: not
+        checked here (the file check and the server's own refusal cover it)."""
+        if not self.mariadb:
+            return None
+        oldest = _one(query, "SELECT BINLOG_GTID_POS(%s, 4)", (oldest_file,))[0] or ""
+        for domain, seq in _mariadb_seqs(str(oldest)).items():
+            wanted = _mariadb_seqs(gtid_set).get(domain)
+            if wanted is not None and wanted < seq:
+                return (f"GTID {gtid_set} is older than the oldest binlog {oldest_file} "
+                        f"(which starts after {oldest})")
+        return None
+
+
+def _mariadb_seqs(gtid_set: str) -> dict[int, int]:
+    seqs: dict[int, int] = {}
+    for part in filter(None, (p.strip() for p in gtid_set.split(","))):
+        domain, _server, seq = part.split("-")
+        seqs[int(domain)] = int(seq)
+    return seqs
