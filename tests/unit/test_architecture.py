@@ -1,0 +1,119 @@
+"""The architecture as a test: which part may import which (docs/architecture.md).
+
+Parses every module's imports (top level and inside functions) without importing anything,
+and fails naming the module and the import that crosses a line.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "cdc_ingest"
+
+STAGES = ("capture", "sink", "verify")
+PARTS = ("mysql", "kafka", "model", "config", "routing")
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, absolute, relative imports resolved."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = _module(path) if path.name == "__init__.py" else _module(path).rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return found
+
+
+MODULES = {_module(p): _imports(p) for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _part(module: str) -> str:
+    """``cdc_ingest.capture.snapshot.reader`` -> ``capture``; top-level modules by name."""
+    return module.split(".")[1] if module.count(".") else ""
+
+
+def _hits(importer: str, prefixes: tuple[str, ...]) -> list[str]:
+    return sorted(name for name in MODULES[importer]
+                  if any(name == p or name.startswith(p + ".") for p in prefixes))
+
+
+def _crossings(allowed: object, forbidden: tuple[str, ...]) -> list[str]:
+    out = []
+    for module in MODULES:
+        if callable(allowed) and allowed(module):
+            continue
+        out += [f"{module} imports {name}" for name in _hits(module, forbidden)]
+    return out
+
+
+RULES: dict[str, tuple[object, tuple[str, ...]]] = {
+    # rule: (who may, what)
+    "nothing imports the CLI (it imports the stages)":
+        (lambda m: m == "cdc_ingest.cli", ("cdc_ingest.cli",)),
+    "no stage or part imports a command":
+        (lambda m: _part(m) not in (*STAGES, *PARTS), ("cdc_ingest.commands",)),
+    "capture does not import the sink":
+        (lambda m: _part(m) != "capture", ("cdc_ingest.sink",)),
+    "the sink does not import capture":
+        (lambda m: _part(m) != "sink", ("cdc_ingest.capture",)),
+    "capture does not import verify":
+        (lambda m: _part(m) != "capture", ("cdc_ingest.verify",)),
+    "verify does not import capture":
+        (lambda m: _part(m) != "verify", ("cdc_ingest.capture",)),
+    "confluent_kafka only inside kafka/":
+        (lambda m: _part(m) == "kafka", ("confluent_kafka",)),
+    "pymysqlreplication only in capture/binlog.py":
+        (lambda m: m == "cdc_ingest.capture.binlog", ("pymysqlreplication",)),
+    "pyspark only inside sink/":
+        (lambda m: _part(m) == "sink", ("pyspark",)),
+    "pymysql only in mysql/, the binlog reader, the commands and the dev services":
+        (lambda m: _part(m) in ("mysql", "commands", "services")
+         or m == "cdc_ingest.capture.binlog", ("pymysql",)),
+    "the dev services are no stage's or part's dependency":
+        (lambda m: _part(m) not in (*STAGES, *PARTS), ("cdc_ingest.services",)),
+    "model/ is plain data: it imports nothing else of ours":
+        (lambda m: _part(m) != "model", tuple(f"cdc_ingest.{p}" for p in
+                                              (*STAGES, "mysql", "kafka", "config",
+                                               "routing", "commands", "services"))),
+    "kafka/ and mysql/ know no stage":
+        (lambda m: _part(m) not in ("kafka", "mysql"),
+         tuple(f"cdc_ingest.{p}" for p in (*STAGES, "commands"))),
+}
+
+
+@pytest.mark.parametrize("rule", sorted(RULES))
+def test_imports_follow_the_architecture(rule: str) -> None:
+    allowed, forbidden = RULES[rule]
+    assert _crossings(allowed, forbidden) == [], rule
+
+
+def test_the_import_scan_sees_imports() -> None:
+    # a parser that found nothing would pass every rule above
+    assert "confluent_kafka" in MODULES["cdc_ingest.kafka.producer"]
+    assert "pymysqlreplication" in MODULES["cdc_ingest.capture.binlog"]
+    assert "cdc_ingest.model.changelog.decode_record" in MODULES["cdc_ingest.sink.serde"]
+    assert _crossings(lambda m: False, ("confluent_kafka",)), "the scan missed kafka/"
+
+
+def test_modules_stay_small() -> None:
+    sizes = {m: len(p.read_text().splitlines()) for m, p in
+             ((_module(p), p) for p in PACKAGE.rglob("*.py"))}
+    assert {m: n for m, n in sizes.items() if n > 300} == {}

@@ -1,0 +1,126 @@
+"""Capture's resume rules and its hop-1 checkpoint, without services: which transactions and
+rows an earlier run already wrote, and what a commit puts into the Kafka transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from cdc_ingest.capture.binlog import TxBegin
+from cdc_ingest.capture.checkpoint import Checkpoint
+from cdc_ingest.capture.options import StartupSpec
+from cdc_ingest.capture.positions import SOURCE_KEY, PositionStore
+from cdc_ingest.capture.resume import Transactions, first_position
+from cdc_ingest.errors import ConfigError, SourceError
+from cdc_ingest.model import Position
+
+
+def _begin(gtid: str | None, ts: int = 100) -> TxBegin:
+    return TxBegin(gtid, "bin.000001", 4, ts)
+
+
+def test_committed_gtids_accumulate_and_a_resent_transaction_is_skipped() -> None:
+    tx = Transactions(Position(gtid_set="0-1-5"))
+    tx.begin(_begin("0-1-6"))
+    assert not tx.skipped
+    assert tx.commit() == "0-1-6" and tx.seen_gtid == "0-1-6"
+    tx.begin(_begin("0-1-6"))  # the library re-sent it after reconnecting on its own
+    assert tx.skipped
+    tx.commit()
+    tx.begin(_begin("1-2-1"))
+    tx.commit()
+    assert tx.seen_gtid == "0-1-6,1-2-1"
+
+
+def test_mysql_gtid_sets_merge() -> None:
+    uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+    tx = Transactions(Position(gtid_set=f"{uuid}:1-5"))
+    tx.begin(_begin(f"{uuid}:6"))
+    tx.commit()
+    assert tx.seen_gtid == f"{uuid}:1-6"
+
+
+def test_rows_written_by_an_earlier_run_inside_its_transaction_are_skipped() -> None:
+    tx = Transactions(Position(gtid_set="0-1-5", tx_gtid="0-1-6", rows_done=1234))
+    tx.begin(_begin("0-1-6"))
+    assert [tx.rows_event(1000) for _ in range(3)] == [(0, 1000), (1000, 234), (2000, 0)]
+    tx.commit()
+    tx.begin(_begin("0-1-7"))
+    assert tx.rows_event(10) == (0, 0)  # only the resumed transaction had rows done
+
+
+def test_resuming_inside_one_transaction_refuses_another_first() -> None:
+    tx = Transactions(Position(tx_gtid="0-1-6", rows_done=3))
+    with pytest.raises(SourceError, match="refusing to guess"):
+        tx.begin(_begin("0-1-9"))
+
+
+def test_timestamp_mode_skips_transactions_until_the_first_one_at_or_after_it() -> None:
+    tx = Transactions(Position(), skip_before_s=200)
+    tx.begin(_begin(None, ts=150))
+    assert tx.skipped
+    tx.commit()
+    tx.begin(_begin(None, ts=200))
+    assert not tx.skipped
+    tx.commit()
+    tx.begin(_begin(None, ts=150))  # binlog time may step back; nothing is skipped any more
+    assert not tx.skipped
+
+
+def test_first_positions_that_need_no_server() -> None:
+    spec = StartupSpec(mode="specific-offset", gtid_set="0-1-9", skip_rows=2)
+    assert first_position(spec, None) == Position(gtid_set="0-1-9", rows_done=2)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="lacks its options"):
+        first_position(StartupSpec(mode="specific-offset"), None)  # type: ignore[arg-type]
+
+
+class _Producer:
+    """Records what a checkpoint asks of its transactional producer."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def begin(self) -> None:
+        self.calls.append(("begin",))
+
+    def send(self, topic: str, value: bytes, key: bytes | None = None,
+             timestamp: int = 0, headers: Any = None, partition: int = -1) -> None:
+        self.calls.append(("send", topic, key, orjson.loads(value)))
+
+    def commit(self) -> None:
+        self.calls.append(("commit",))
+
+
+def _checkpoint(heartbeat_s: float = 60.0) -> tuple[Checkpoint, _Producer]:
+    producer = _Producer()
+    store = PositionStore({}, "offsets")
+    return Checkpoint(producer, store, Position(file="b.1", pos=4), 10, 60.0,  # type: ignore[arg-type]
+                      heartbeat_s), producer
+
+
+def test_a_commit_puts_the_position_into_the_same_transaction_as_the_records() -> None:
+    checkpoint, producer = _checkpoint()
+    checkpoint.open()
+    producer.send("changelog", b'{"r":1}', b'{"id":1}')
+    checkpoint.rows += 1
+    checkpoint.position = Position(file="b.1", pos=99)
+    checkpoint.commit()
+    assert producer.calls == [
+        ("begin",), ("send", "changelog", b'{"id":1}', {"r": 1}),
+        ("send", "offsets", SOURCE_KEY, orjson.loads(Position(file="b.1", pos=99).to_json())),
+        ("commit",)]
+    assert checkpoint.committed == Position(file="b.1", pos=99)
+
+
+def test_nothing_new_commits_nothing_until_the_position_moves_and_a_heartbeat_is_due() -> None:
+    checkpoint, producer = _checkpoint(heartbeat_s=0.0)
+    checkpoint.commit()
+    checkpoint.maybe_commit()
+    assert producer.calls == []
+    checkpoint.position = Position(file="b.1", pos=120)  # the binlog moved, nothing captured
+    checkpoint.maybe_commit()
+    assert [c[0] for c in producer.calls] == ["begin", "send", "commit"]
+    checkpoint.commit(force=True)  # a fenced producer finds out on a forced commit
+    assert [c[0] for c in producer.calls][3:] == ["begin", "send", "commit"]
