@@ -51,8 +51,9 @@ from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import HeartbeatLogEvent
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-from cdc_ingest.capture.binlog import BinlogReader, Heartbeat, Rows
+from cdc_ingest.capture.binlog import BinlogReader
 from cdc_ingest.capture.decoder import DECODER_ENV
+from cdc_ingest.capture.events import Heartbeat, Rows
 from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import Catalog, ConnectionSettings

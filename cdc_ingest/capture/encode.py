@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
-from cdc_ingest.capture.binlog import Rows
 from cdc_ingest.capture.decoder import decoder_kind
+from cdc_ingest.capture.events import Rows
 from cdc_ingest.capture.schema import TableSchema
 from cdc_ingest.errors import SourceError
 from cdc_ingest.model.changelog import Op, key_bytes, row_value, value_head, value_tail

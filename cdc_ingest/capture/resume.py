@@ -14,7 +14,8 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from cdc_ingest.capture.binlog import TxBegin, advance_gtid_set
+from cdc_ingest.capture.binlog import advance_gtid_set
+from cdc_ingest.capture.events import TxBegin
 from cdc_ingest.capture.options import CaptureOptions, StartupSpec
 from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.capture.snapshot.state import SnapshotState

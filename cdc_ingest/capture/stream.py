@@ -15,18 +15,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from cdc_ingest.capture.binlog import (
-    BinlogReader,
-    Ddl,
-    Heartbeat,
-    ReplicaTakenOver,
-    Rows,
-    TxBegin,
-    TxCommit,
-)
+from cdc_ingest.capture.binlog import BinlogReader, ReplicaTakenOver
 from cdc_ingest.capture.checkpoint import Checkpoint
 from cdc_ingest.capture.ddl import tables_of
 from cdc_ingest.capture.encode import Encoders, KeyPlan
+from cdc_ingest.capture.events import Ddl, Heartbeat, Rows, TxBegin, TxCommit
 from cdc_ingest.capture.progress import Progress
 from cdc_ingest.capture.resume import Transactions
 from cdc_ingest.capture.snapshot.filter import ChunkFilter

@@ -9,6 +9,12 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from cdc_ingest.capture.unsupported import (
+    COMPRESSION_FIX,
+    MARIADB_COMPRESSION_FIX,
+    PARTIAL_JSON_FIX,
+    TAGGED_GTID_FIX,
+)
 from cdc_ingest.errors import CdcIngestError
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import Catalog, ConnectionSettings, KeyColumns
@@ -52,6 +58,7 @@ def mysql_checks(
     try:
         yield Check("mysql reachable", True, f"{settings.host}:{settings.port} ({catalog.version})")
         yield from _settings(catalog)
+        yield from _unsupported(catalog)
         yield from _grants(catalog, settings.user)
         yield from _keys(catalog, captured, key_columns)
         for label, position in positions:
@@ -76,6 +83,39 @@ def _settings(catalog: Catalog) -> Iterator[Check]:
         )
         detail = value if ok else f"is {value or 'unset'}, must be {wanted}"
         yield Check(name, ok, detail, "" if ok else fix)
+
+
+# A tagged GTID in a set: <uuid>:<tag>:<intervals> (MySQL 8.3+)
+_TAGGED = re.compile(r"[0-9a-f-]{36}:[a-z_][a-z0-9_]*:", re.IGNORECASE)
+
+
+def _unsupported(catalog: Catalog) -> Iterator[Check]:
+    """MySQL features that would make capture stop (never skip): flagged before it runs.
+    A variable the server does not have is not shown."""
+    compressed = catalog.variable("log_bin_compress") if catalog.is_mariadb else None
+    if compressed is not None:
+        on = compressed.upper() in ("ON", "1")
+        yield Check("log_bin_compress", not on,
+                    "is ON: capture stops at the first compressed event" if on else compressed,
+                    MARIADB_COMPRESSION_FIX)
+    compression = catalog.variable("binlog_transaction_compression")
+    if compression is not None:
+        on = compression.upper() in ("ON", "1")
+        yield Check("binlog_transaction_compression", not on,
+                    "is ON: capture stops at the first compressed transaction" if on
+                    else compression, COMPRESSION_FIX)
+    options = catalog.variable("binlog_row_value_options")
+    if options is not None:
+        partial = "PARTIAL_JSON" in options.upper()
+        yield Check("binlog_row_value_options", not partial,
+                    "is PARTIAL_JSON: capture stops at the first partial JSON update of a "
+                    "captured table" if partial else (options or "empty"), PARTIAL_JSON_FIX)
+    executed = catalog.variable("gtid_executed") if not catalog.is_mariadb else None
+    if executed is not None:
+        tagged = bool(_TAGGED.search(executed.replace("\n", "")))
+        yield Check("tagged GTIDs", not tagged,
+                    "gtid_executed has tagged GTIDs: capture stops at a tagged transaction"
+                    if tagged else "none in gtid_executed", TAGGED_GTID_FIX)
 
 
 _NEEDED = (

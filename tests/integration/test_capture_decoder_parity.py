@@ -19,15 +19,10 @@ import orjson
 import pymysql
 import pytest
 
-from cdc_ingest.capture.binlog import (
-    BinlogReader,
-    Ddl,
-    Rows,
-    TxBegin,
-    TxCommit,
-)
+from cdc_ingest.capture.binlog import BinlogReader
 from cdc_ingest.capture.decoder import DECODER_ENV, compiled_available, decoder_kind
 from cdc_ingest.capture.encode import KeyPlan, TableEncoder, row_messages, table_encoder
+from cdc_ingest.capture.events import Ddl, Rows, TxBegin, TxCommit
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import Catalog, ConnectionSettings
 from tests.conftest import admin_conn

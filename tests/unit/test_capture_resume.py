@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
-from cdc_ingest.capture.binlog import TxBegin
 from cdc_ingest.capture.checkpoint import Checkpoint
+from cdc_ingest.capture.events import TxBegin
 from cdc_ingest.capture.options import StartupSpec
 from cdc_ingest.capture.positions import SOURCE_KEY, PositionStore
 from cdc_ingest.capture.resume import Transactions, first_position

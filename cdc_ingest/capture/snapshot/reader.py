@@ -8,8 +8,9 @@ from typing import Any
 
 import orjson
 
-from cdc_ingest.capture.binlog import BinlogReader, CatalogLookup, Rows, TxCommit
+from cdc_ingest.capture.binlog import BinlogReader
 from cdc_ingest.capture.encode import KeyPlan
+from cdc_ingest.capture.events import Rows, TxCommit
 from cdc_ingest.capture.snapshot.keyorder import (
     KeyColumn,
     KeyOrder,
@@ -24,6 +25,7 @@ from cdc_ingest.capture.snapshot.values import (
     select_expression,
     snapshot_converter,
 )
+from cdc_ingest.capture.tablemap import CatalogLookup
 from cdc_ingest.errors import SourceError
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import (
