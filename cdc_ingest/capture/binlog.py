@@ -41,7 +41,12 @@ from cdc_ingest.capture.decoder import (
 )
 from cdc_ingest.capture.events import BinlogEvent, Ddl, Heartbeat, Rows, TxBegin, TxCommit
 from cdc_ingest.capture.tablemap import CatalogLookup, SchemaCache
-from cdc_ingest.capture.unsupported import partial_json_update, unsupported_event
+from cdc_ingest.capture.unsupported import (
+    has_tagged_gtids,
+    partial_json_update,
+    tagged_gtid_set,
+    unsupported_event,
+)
 from cdc_ingest.errors import PositionPurgedError, SourceError
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import ConnectionSettings
@@ -101,6 +106,8 @@ class BinlogReader:
         self._schemas = SchemaCache(catalog, mysql_json_text)
         self._start = start
         self._file = start.file or ""
+        if start.gtid_set and has_tagged_gtids(start.gtid_set):
+            raise tagged_gtid_set(start.gtid_set)
         kwargs: dict[str, Any] = {}
         if start.gtid_set is not None and (start.gtid_set or not start.file):
             kwargs["auto_position"] = start.gtid_set
@@ -254,8 +261,10 @@ def advance_gtid_set(gtid_set: str, gtid: str) -> str:
     """``gtid_set`` plus one executed GTID (MariaDB ``d-s-n`` or MySQL ``uuid:n``)."""
     if ":" in gtid:
         merged = GtidSet(gtid_set or "")
-        merged = merged + Gtid(gtid)
-        return str(merged).replace("\n", "")
+        one = Gtid(gtid)
+        if one in merged:  # a transaction sent again: the set already has it
+            return gtid_set
+        return str(merged + one).replace("\n", "")
     domain, _server, seq = gtid.split("-")
     parts = [p.strip() for p in gtid_set.split(",") if p.strip()] if gtid_set else []
     out = []

@@ -7,6 +7,8 @@ raises the error built here, and ``validate`` flags the server settings that pro
 
 from __future__ import annotations
 
+import re
+
 from cdc_ingest.errors import SourceError
 
 TRANSACTION_PAYLOAD_EVENT = 40  # binlog_transaction_compression=ON (MySQL 8.0.20+)
@@ -21,6 +23,9 @@ PARTIAL_JSON_FIX = (
     "SET PERSIST binlog_row_value_options='' (and binlog_row_value_options= in my.cnf)")
 MARIADB_COMPRESSION_FIX = "SET GLOBAL log_bin_compress=OFF (and log_bin_compress=OFF in my.cnf)"
 TAGGED_GTID_FIX = "stop writing transactions with tagged GTIDs (gtid_next='AUTOMATIC:<tag>')"
+# A tag in a GTID set: <uuid>:<intervals>:<tag>:<intervals> (MySQL 8.3+); a tag starts with
+# a letter or _, intervals with a digit, and uuids are never between two colons.
+_TAGGED = re.compile(r":[a-z_][a-z0-9_]*:", re.IGNORECASE)
 _ALREADY = (
     "Transactions already written this way stay unreadable for this version: after the fix, "
     "start a new pipeline (new pipeline.name, scan.startup.mode: initial) to snapshot again.")
@@ -56,3 +61,16 @@ def partial_json_update(db: str, table: str, where: str, gtid: str | None) -> So
         "(binlog_row_value_options=PARTIAL_JSON): the after image holds only the JSON diff, "
         "which this version of capture cannot apply, and skipping it would lose the change. "
         f"Nothing from it on was captured. Fix: {PARTIAL_JSON_FIX}. {_ALREADY}")
+
+
+def has_tagged_gtids(gtid_set: str) -> bool:
+    return bool(_TAGGED.search(gtid_set.replace("\n", "")))
+
+
+def tagged_gtid_set(gtid_set: str) -> SourceError:
+    """A start position (the server's GTID state, on a first start) with tagged GTIDs."""
+    return SourceError(
+        f"the GTID set to start from has tagged GTIDs ({gtid_set[:200]}); this version of "
+        "capture cannot resume from tagged GTID sets. Fix: "
+        f"{TAGGED_GTID_FIX}, then start a new pipeline on a server whose gtid_executed has "
+        "none (tags stay in gtid_executed until RESET BINARY LOGS AND GTIDS).")

@@ -14,6 +14,7 @@ from cdc_ingest.capture.unsupported import (
     MARIADB_COMPRESSION_FIX,
     PARTIAL_JSON_FIX,
     TAGGED_GTID_FIX,
+    has_tagged_gtids,
 )
 from cdc_ingest.errors import CdcIngestError
 from cdc_ingest.model import Position
@@ -85,10 +86,6 @@ def _settings(catalog: Catalog) -> Iterator[Check]:
         yield Check(name, ok, detail, "" if ok else fix)
 
 
-# A tagged GTID in a set: <uuid>:<tag>:<intervals> (MySQL 8.3+)
-_TAGGED = re.compile(r"[0-9a-f-]{36}:[a-z_][a-z0-9_]*:", re.IGNORECASE)
-
-
 def _unsupported(catalog: Catalog) -> Iterator[Check]:
     """MySQL features that would make capture stop (never skip): flagged before it runs.
     A variable the server does not have is not shown."""
@@ -112,7 +109,7 @@ def _unsupported(catalog: Catalog) -> Iterator[Check]:
                     "captured table" if partial else (options or "empty"), PARTIAL_JSON_FIX)
     executed = catalog.variable("gtid_executed") if not catalog.is_mariadb else None
     if executed is not None:
-        tagged = bool(_TAGGED.search(executed.replace("\n", "")))
+        tagged = has_tagged_gtids(executed)
         yield Check("tagged GTIDs", not tagged,
                     "gtid_executed has tagged GTIDs: capture stops at a tagged transaction"
                     if tagged else "none in gtid_executed", TAGGED_GTID_FIX)

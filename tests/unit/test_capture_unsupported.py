@@ -1,0 +1,50 @@
+"""Which binlog events capture refuses, and what its error says."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc_ingest.capture.unsupported import (
+    has_tagged_gtids,
+    partial_json_update,
+    tagged_gtid_set,
+    unsupported_event,
+)
+
+UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+
+
+@pytest.mark.parametrize(("gtid_set", "tagged"), [
+    (f"{UUID}:1-3051:mytag:1-3", True),
+    (f"{UUID}:_t9:1", True),
+    (f"{UUID}:1-5:7-9,\nab11fa47-71ca-11e1-9e33-c80aa9429562:1-5", False),
+    ("0-1-5,1-2-3", False),
+    ("", False),
+])
+def test_tagged_gtid_sets_are_told_apart(gtid_set: str, tagged: bool) -> None:
+    assert has_tagged_gtids(gtid_set) is tagged
+
+
+@pytest.mark.parametrize(("event_type", "words"), [
+    (40, ["binlog_transaction_compression=ON", "SET PERSIST binlog_transaction_compression=OFF"]),
+    (42, ["tagged GTID", "gtid_next"]),
+    (166, ["log_bin_compress=ON", "SET GLOBAL log_bin_compress=OFF"]),
+])
+def test_refused_events_say_what_where_and_the_fix(event_type: int, words: list[str]) -> None:
+    error = unsupported_event(event_type, "binlog.000007:1234", f"{UUID}:77")
+    assert error is not None and error.exit_code == 3
+    text = str(error)
+    assert "binlog.000007:1234" in text and f"{UUID}:77" in text and "new pipeline" in text
+    assert all(w in text for w in words), text
+
+
+def test_other_unknown_events_pass() -> None:
+    # anonymous GTIDs (34), transaction context (36), heartbeat v2 (41): nothing to lose
+    assert all(unsupported_event(t, "b:4", None) is None for t in (34, 36, 41))
+
+
+def test_partial_json_and_tagged_start_errors_name_table_and_fix() -> None:
+    text = str(partial_json_update("shop", "orders", "binlog.000002:99", f"{UUID}:5"))
+    assert "shop.orders" in text and "binlog.000002:99" in text
+    assert "binlog_row_value_options=''" in text
+    assert "RESET BINARY LOGS AND GTIDS" in str(tagged_gtid_set(f"{UUID}:1:t:1"))
