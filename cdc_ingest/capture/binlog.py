@@ -7,7 +7,6 @@ decoders (:mod:`cdc_ingest.capture.decoder`), straight from the event buffer.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -24,7 +23,6 @@ from pymysqlreplication.event import (
     XidEvent,
 )
 from pymysqlreplication.gtid import Gtid, GtidSet
-from pymysqlreplication.json_binary import parse_json
 from pymysqlreplication.row_event import (
     DeleteRowsEvent,
     PartialUpdateRowsEvent,
@@ -40,6 +38,7 @@ from cdc_ingest.capture.decoder import (
     failing_column,
 )
 from cdc_ingest.capture.events import BinlogEvent, Ddl, Heartbeat, Rows, TxBegin, TxCommit
+from cdc_ingest.capture.mysql_json import json_text
 from cdc_ingest.capture.tablemap import CatalogLookup, SchemaCache
 from cdc_ingest.capture.unsupported import (
     has_tagged_gtids,
@@ -65,21 +64,8 @@ TableFilter = Callable[[str, str], bool]
 
 
 def mysql_json_text(data: bytes) -> str:
-    """MySQL's binary JSON as its JSON text (MariaDB stores JSON as text already)."""
-    if not data:
-        return "null"
-    value = parse_json(data[0], data[1:])
-    return json.dumps(_plain(value), ensure_ascii=False)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    if isinstance(value, dict):
-        return {_plain(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
+    """MySQL's binary JSON as the JSON text MySQL shows (MariaDB stores JSON as text)."""
+    return json_text(data)
 
 
 _ROW_KINDS = {WriteRowsEvent: "I", UpdateRowsEvent: "U", DeleteRowsEvent: "D"}
