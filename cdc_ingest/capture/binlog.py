@@ -13,6 +13,7 @@ from typing import Any
 
 import pymysql
 from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.column import Column as _LibraryColumn
 from pymysqlreplication.event import (
     GtidEvent,
     HeartbeatLogEvent,
@@ -31,6 +32,7 @@ from pymysqlreplication.row_event import (
     WriteRowsEvent,
 )
 
+from cdc_ingest.capture.binlog_errors import drop_unknown_metadata, stream_error
 from cdc_ingest.capture.decoder import (
     DELETE,
     INSERT,
@@ -39,6 +41,7 @@ from cdc_ingest.capture.decoder import (
 )
 from cdc_ingest.capture.events import BinlogEvent, Ddl, Heartbeat, Rows, TxBegin, TxCommit
 from cdc_ingest.capture.mysql_json import json_text
+from cdc_ingest.capture.schema import FieldType
 from cdc_ingest.capture.tablemap import CatalogLookup, SchemaCache
 from cdc_ingest.capture.unsupported import (
     has_tagged_gtids,
@@ -46,27 +49,44 @@ from cdc_ingest.capture.unsupported import (
     tagged_gtid_set,
     unsupported_event,
 )
-from cdc_ingest.errors import PositionPurgedError, SourceError
+from cdc_ingest.errors import SourceError
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import ConnectionSettings
 
 log = logging.getLogger(__name__)
 
-ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
-ER_SLAVE_SAME_ID = 4052
-
-
-class ReplicaTakenOver(SourceError):
-    """Another replica connected to MySQL with this capture's server-id."""
 
 
 TableFilter = Callable[[str, str], bool]
 
 
-def mysql_json_text(data: bytes) -> str:
-    """MySQL's binary JSON as the JSON text MySQL shows (MariaDB stores JSON as text)."""
-    return json_text(data)
+def _teach_the_library_mysql9() -> None:
+    """python-mysql-replication 1.0 misreads the TableMap of any table with a VECTOR column
+    (MySQL 9.0+), captured or not: it reads no metadata for the column (VECTOR has one byte,
+    its length prefix size, as a BLOB), and it stops at optional metadata types it does not
+    know (VECTOR's dimensionality, 13): "0 (or 13) is not a valid MetadataFieldType". Both are
+    taught here, in the library's own classes, once."""
+    parse = _LibraryColumn._Column__parse_column_definition
+    if getattr(parse, "knows_mysql9", False):
+        return
 
+    def parse_with_vector(self: Any, column_type: int, packet: Any) -> None:
+        parse(self, column_type, packet)
+        if column_type == FieldType.VECTOR:
+            self.length_size = packet.read_uint8()
+
+    optional = TableMapEvent._get_optional_meta_data
+
+    def known_optional_metadata(self: Any) -> Any:
+        drop_unknown_metadata(self.packet.packet)
+        return optional(self)
+
+    parse_with_vector.knows_mysql9 = True  # type: ignore[attr-defined]
+    _LibraryColumn._Column__parse_column_definition = parse_with_vector
+    TableMapEvent._get_optional_meta_data = known_optional_metadata
+
+
+_teach_the_library_mysql9()
 
 _ROW_KINDS = {WriteRowsEvent: "I", UpdateRowsEvent: "U", DeleteRowsEvent: "D"}
 _KIND_CODES = {"I": INSERT, "U": UPDATE, "D": DELETE}
@@ -89,7 +109,7 @@ class BinlogReader:
         self._server_id = server_id
         self._explicit_tx = False
         self._gtid: str | None = None  # of the transaction being read, for error messages
-        self._schemas = SchemaCache(catalog, mysql_json_text)
+        self._schemas = SchemaCache(catalog, json_text)
         self._start = start
         self._file = start.file or ""
         if start.gtid_set and has_tagged_gtids(start.gtid_set):
@@ -142,24 +162,7 @@ class BinlogReader:
                 if out is not None:
                     yield out
         except pymysql.err.OperationalError as exc:
-            code = exc.args[0] if exc.args else None
-            if code == ER_MASTER_FATAL_ERROR_READING_BINLOG:
-                raise PositionPurgedError(
-                    f"MySQL cannot send the binlog from position {self._start.describe()!r}: "
-                    f"{exc.args[1] if len(exc.args) > 1 else exc}. The binlog files it needs "
-                    "were purged (or the position never existed). Fix: start again with "
-                    "scan.startup.mode: latest-offset (changes made while capture was away are "
-                    "then missed; re-snapshot to get them), or restore the binlog files; "
-                    "raise binlog_expire_logs_seconds so it does not happen again."
-                ) from exc
-            if code == ER_SLAVE_SAME_ID:
-                raise ReplicaTakenOver(
-                    f"another replica connected to MySQL with server-id {self._server_id}, so "
-                    "MySQL dropped this capture's binlog stream. Fix: if it is a second "
-                    "instance of this pipeline, run only one; otherwise give each pipeline (and "
-                    "each replica) its own source.server-id."
-                ) from exc
-            raise SourceError(f"binlog stream failed: {exc}") from exc
+            raise stream_error(exc, self._start, self._server_id) from exc
 
     def _translate(self, ev: Any) -> BinlogEvent | None:
         kind = _ROW_KINDS.get(type(ev))

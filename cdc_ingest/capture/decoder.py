@@ -55,7 +55,7 @@ _FIXED = {
 _HELPERS = (
     "float32", "decimal_json", "date", "datetime2", "timestamp2", "time2", "datetime_v1",
     "timestamp_v1", "time_v1", "year", "bit_value", "enum_label", "set_labels",
-    "fixed_binary", "base64_text", "text",
+    "fixed_binary", "base64_text", "text", "vector",
 )
 
 
@@ -73,6 +73,8 @@ def _payload(col: ColumnSpec, i: int, width: int) -> list[str]:
         lines.append(f"v{i} = geometry_json(b)")
     elif col.type == FieldType.JSON:
         lines.append(f"v{i} = json_text(b)")
+    elif col.type == FieldType.VECTOR:
+        lines.append(f"v{i} = vector(b)")
     elif col.encoding in (None, "binary"):
         if col.type == FieldType.STRING:
             lines.append(f"v{i} = fixed_binary(b, {col.length})")

@@ -54,6 +54,8 @@ def _payload_op(col: ColumnSpec, width: int, json_text: JsonText) -> PlanOp:
         return OP_PY_PAYLOAD, width, 0, geometry_json
     if col.type == FieldType.JSON:
         return OP_PY_PAYLOAD, width, 0, json_text
+    if col.type == FieldType.VECTOR:
+        return OP_PY_PAYLOAD, width, 0, V.vector
     if col.encoding in (None, "binary"):
         if col.type == FieldType.STRING:
             length = col.length

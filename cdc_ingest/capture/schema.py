@@ -33,6 +33,7 @@ class FieldType:
     TIMESTAMP2 = 17
     DATETIME2 = 18
     TIME2 = 19
+    VECTOR = 242  # MySQL 9.0+: float32 values, stored like a BLOB
     JSON = 245
     NEWDECIMAL = 246
     ENUM = 247
@@ -91,6 +92,7 @@ LENGTH_PREFIXED = (
     FieldType.MEDIUM_BLOB,
     FieldType.LONG_BLOB,
     FieldType.GEOMETRY,
+    FieldType.VECTOR,
     FieldType.JSON,
 )
 

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from cdc_ingest.capture.binlog import BinlogReader, ReplicaTakenOver
+from cdc_ingest.capture.binlog import BinlogReader
+from cdc_ingest.capture.binlog_errors import ReplicaTakenOver
 from cdc_ingest.capture.checkpoint import Checkpoint
 from cdc_ingest.capture.ddl import tables_of
 from cdc_ingest.capture.encode import Encoders, KeyPlan

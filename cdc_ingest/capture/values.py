@@ -286,6 +286,14 @@ def fixed_binary(data: bytes, width: int) -> str:
     return base64_text(data.ljust(width, b"\x00"))
 
 
+def vector(data: bytes) -> list[float]:
+    """VECTOR: its float32 values (little-endian), each as the shortest decimal that reads
+    back as the same 32-bit value, like FLOAT."""
+    if len(data) % 4:
+        raise ValueError(f"a VECTOR value of {len(data)} bytes is not a whole number of floats")
+    return [float32(data, off) for off in range(0, len(data), 4)]
+
+
 def double(raw: bytes, off: int) -> float:
     value: float = _DOUBLE.unpack_from(raw, off)[0]
     return value

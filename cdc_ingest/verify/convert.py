@@ -127,6 +127,12 @@ def set_labels(value: Any, labels: tuple[str, ...]) -> list[str]:
     return [label for label in labels if label in members]
 
 
+def vector_value(value: Any) -> list[Float32Num]:
+    """VECTOR (selected as BINARY): its little-endian float32 values, each like a FLOAT."""
+    data = _bytes(value)
+    return [float32_value(x) for (x,) in struct.iter_unpack("<f", data)]
+
+
 def _text(value: Any) -> str:
     return value.decode("utf-8") if isinstance(value, bytes | bytearray) else str(value)
 
@@ -160,6 +166,7 @@ def converter(column: Column, tinyint1_as_boolean: bool = True) -> Converter:
         "binary": _binary(column),
         "bit": lambda v: bit_value(v, column.bits),
         "set": lambda v: set_labels(v, column.labels),
+        "vector": vector_value,
     }
     if kind in simple:
         return simple[kind]
@@ -178,4 +185,7 @@ def select_expression(column: Column) -> str:
     """How to select the column so that its value arrives exactly."""
     name = "`" + column.name.replace("`", "``") + "`"
     # The text protocol prints FLOAT with 6 significant digits; as a DOUBLE it is exact.
-    return f"({name} + 0E0)" if column.data_type == "float" else name
+    if column.data_type == "float":
+        return f"({name} + 0E0)"
+    # pymysql cannot read VECTOR's own type; as BINARY it is the raw float32 values
+    return f"CAST({name} AS BINARY)" if column.data_type == "vector" else name

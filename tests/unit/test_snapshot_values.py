@@ -14,10 +14,11 @@ import pytest
 from cdc_ingest.capture.snapshot.keyorder import KeyColumn, KeyOrder
 from cdc_ingest.capture.snapshot.state import Chunk, SnapshotState
 from cdc_ingest.capture.snapshot.values import UnsupportedType, snapshot_converter
+from cdc_ingest.capture.values import vector
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import Column
 from cdc_ingest.verify.convert import converter
-from cdc_ingest.verify.values import dumps
+from cdc_ingest.verify.values import dumps, parse, same
 
 RNG = random.Random(20261124)
 
@@ -65,8 +66,8 @@ def test_values_that_arrive_in_their_output_form_are_left_alone() -> None:
     assert snapshot_converter(Column("c", "tinyint", "tinyint(1)"), False) is None
     decimal = snapshot_converter(Column("n", "decimal", "decimal(5,2)", scale=2), True)
     assert decimal is not None and orjson.dumps({"n": decimal("0.50")}) == b'{"n":0.50}'
-    with pytest.raises(UnsupportedType, match="vector"):
-        snapshot_converter(Column("v", "vector", "vector(3)"), True)
+    with pytest.raises(UnsupportedType, match="column x has type mystery"):
+        snapshot_converter(Column("x", "mystery", "mystery"), True)
 
 
 def test_progress_keeps_decimal_keys_as_exact_text() -> None:
@@ -81,3 +82,16 @@ def test_progress_keeps_decimal_keys_as_exact_text() -> None:
     assert order.within({"k": big}, None, again.chunks[0][3])
     assert not order.within({"k": orjson.Fragment("12345678901234567890.000000000000000002")},
                             None, again.chunks[0][3])
+
+
+def test_vectors_read_alike_on_the_snapshot_binlog_and_verify_paths() -> None:
+    floats = [_float32(RNG.uniform(-1e6, 1e6)) for _ in range(64)] + [1e-7, 3.4e38, -0.0]
+    raw = struct.pack(f"<{len(floats)}f", *floats)
+    column = Column("e", "vector", f"vector({len(floats)})")
+    mine = snapshot_converter(column, True)
+    assert mine is not None
+    written = orjson.dumps(mine(raw))
+    assert written == orjson.dumps(vector(raw))  # the binlog decoder's value, same bytes
+    assert same(converter(column)(raw), parse(written))
+    with pytest.raises(ValueError, match="whole number of floats"):
+        vector(b"\x00\x00\x00")

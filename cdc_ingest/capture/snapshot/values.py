@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from cdc_ingest.capture.geometry import geometry_dict
+from cdc_ingest.capture.values import vector
 from cdc_ingest.mysql import Column
 
 Converter = Callable[[Any], Any]
@@ -113,6 +114,7 @@ def snapshot_converter(column: Column, tinyint1_as_boolean: bool) -> Converter |
         "binary": lambda v: _b64(_raw(v).ljust(width, b"\x00")),
         "bit": lambda v: _bit(v, bits),
         "set": lambda v: _set(v, labels),
+        "vector": lambda v: vector(_raw(v)),  # the binlog's own reading: same floats
     }
     if kind in rules:
         return rules[kind]
@@ -127,4 +129,7 @@ def select_expression(column: Column) -> str:
     """How the snapshot selects a column so that its value arrives exactly."""
     name = "`" + column.name.replace("`", "``") + "`"
     # The text protocol prints FLOAT with 6 significant digits; as a DOUBLE it is exact.
-    return f"({name} + 0E0)" if column.data_type == "float" else name
+    if column.data_type == "float":
+        return f"({name} + 0E0)"
+    # pymysql cannot read VECTOR's own type; as BINARY it is the raw float32 values
+    return f"CAST({name} AS BINARY)" if column.data_type == "vector" else name

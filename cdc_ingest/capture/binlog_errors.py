@@ -1,0 +1,65 @@
+"""What the binlog reader says when the server ends its stream, and the TableMap repair it
+needs for MySQL 9 (kept here so the reader stays the one module that imports the library)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdc_ingest.errors import PositionPurgedError, SourceError
+from cdc_ingest.model import Position
+
+ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
+ER_SLAVE_SAME_ID = 4052
+# Optional TableMap metadata types python-mysql-replication 1.0 reads (MySQL's enum
+# Table_map_log_event::Optional_metadata_field_type, SIGNEDNESS .. COLUMN_VISIBILITY).
+KNOWN_METADATA = frozenset(range(1, 13))
+CHECKSUM_LEN = 4
+
+
+class ReplicaTakenOver(SourceError):
+    """Another replica connected to MySQL with this capture's server-id."""
+
+
+def stream_error(exc: Exception, start: Position, server_id: int) -> SourceError:
+    """The error for a binlog stream the server ended (``exc``: pymysql's OperationalError)."""
+    code = exc.args[0] if exc.args else None
+    if code == ER_MASTER_FATAL_ERROR_READING_BINLOG:
+        return PositionPurgedError(
+            f"MySQL cannot send the binlog from position {start.describe()!r}: "
+            f"{exc.args[1] if len(exc.args) > 1 else exc}. The binlog files it needs "
+            "were purged (or the position never existed). Fix: start again with "
+            "scan.startup.mode: latest-offset (changes made while capture was away are "
+            "then missed; re-snapshot to get them), or restore the binlog files; "
+            "raise binlog_expire_logs_seconds so it does not happen again.")
+    if code == ER_SLAVE_SAME_ID:
+        return ReplicaTakenOver(
+            f"another replica connected to MySQL with server-id {server_id}, so "
+            "MySQL dropped this capture's binlog stream. Fix: if it is a second "
+            "instance of this pipeline, run only one; otherwise give each pipeline (and "
+            "each replica) its own source.server-id.")
+    return SourceError(f"binlog stream failed: {exc}")
+
+
+def _length_coded(data: bytes, at: int) -> tuple[int, int]:
+    first = data[at]
+    if first < 251:
+        return first, at + 1
+    size = {252: 2, 253: 3, 254: 8}[first]
+    return int.from_bytes(data[at + 1:at + 1 + size], "little"), at + 1 + size
+
+
+def drop_unknown_metadata(packet: Any) -> None:
+    """Remove the optional-metadata entries (type, length, value) of types the library does
+    not know from a TableMap packet whose read position is at the first entry."""
+    data: bytes = packet._data
+    start = at = packet._position
+    end = len(data) - CHECKSUM_LEN
+    kept = bytearray()
+    while at < end:
+        kind = data[at]
+        length, value_at = _length_coded(data, at + 1)
+        if kind in KNOWN_METADATA:
+            kept += data[at:value_at + length]
+        at = value_at + length
+    if len(kept) != end - start:
+        packet._data = data[:start] + bytes(kept) + data[end:]
