@@ -137,7 +137,7 @@ class Catalog:
     def purged_before(self, position: Position) -> str | None:
         """Why ``position`` cannot be served any more, or None if the server still has it."""
         files = self.binlog_files()
-        if position.gtid_set and self.is_mariadb:
+        if position.gtid_set:
             return self.flavor.gtid_purged(self._all, files[0], position.gtid_set)
         if position.file and position.file not in files:
             if position.file < files[0]:

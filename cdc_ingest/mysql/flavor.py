@@ -12,6 +12,8 @@ from typing import Any
 
 import pymysql
 
+from cdc_ingest.mysql.gtid import lacking
+
 Query = Callable[..., list[tuple[Any, ...]]]
 
 
@@ -58,10 +60,21 @@ class Flavor:
         return str(value)
 
     def gtid_purged(self, query: Query, oldest_file: str, gtid_set: str) -> str | None:
-        """Why the server's binlog no longer holds what follows ``gtid_set``, or None.
-        MariaDB: a domain's sequence older than the oldest binlog file's start. MySQL: not
-        checked here (the file check and the server's own refusal cover it)."""
+        """Why the server cannot send what follows ``gtid_set``, or None. MariaDB: a
+        domain's sequence older than the oldest binlog file's start. MySQL: a purged
+        transaction ``gtid_set`` lacks (its binlog is gone), or one ``gtid_set`` has that the
+        server never executed (another server's history, or RESET BINARY LOGS AND GTIDS)."""
         if not self.mariadb:
+            purged = str(_one(query, "SELECT @@GLOBAL.gtid_purged")[0] or "")
+            executed = str(_one(query, "SELECT @@GLOBAL.gtid_executed")[0] or "")
+            gone = lacking(gtid_set, purged)
+            if gone:
+                return (f"GTIDs {gone[:200]} were purged from the binlog but are not in the "
+                        f"position's set {gtid_set[:200]}")
+            unknown = lacking(executed, gtid_set)
+            if unknown:
+                return (f"the position has GTIDs {unknown[:200]} this server never executed "
+                        "(its binlog and GTIDs were reset, or it is another server)")
             return None
         oldest = _one(query, "SELECT BINLOG_GTID_POS(%s, 4)", (oldest_file,))[0] or ""
         for domain, seq in _mariadb_seqs(str(oldest)).items():
