@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Installs what cdc-ingest needs on a Debian 12 machine, only what is missing (safe to run
-# again): Debian's MariaDB server and client, a JDK and Maven; the package with its test
-# extras; Kafka's jars and Spark's Kafka connector from Maven Central into .cache/.
+# again): Debian's MariaDB server and client, a JDK, Maven and debootstrap; the package with
+# its test extras; Kafka's jars and Spark's Kafka connector from Maven Central into .cache/;
+# the MySQL 9.7 root (Debian sid + mysql-server-core, for chroot) into .cache/mysql-root.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PYTHON="${PYTHON:-python3}"
 export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
+
+sudo=()
+[ "$(id -u)" -eq 0 ] || sudo=(sudo)
 
 missing=()
 [ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server)
@@ -14,9 +18,8 @@ command -v mariadb >/dev/null || missing+=(mariadb-client)
 command -v java >/dev/null || missing+=(default-jdk-headless)
 command -v mvn >/dev/null || missing+=(maven)
 command -v gcc >/dev/null || missing+=(gcc libc6-dev)  # the compiled row decoder
+[ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)  # the MySQL 9.7 root
 if [ "${#missing[@]}" -gt 0 ]; then
-  sudo=()
-  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
   echo "setup: installing Debian packages: ${missing[*]}" >&2
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
@@ -32,3 +35,9 @@ echo "setup: Kafka jars" >&2
 
 echo "setup: Spark Kafka connector jars" >&2
 "$PYTHON" -m cdc_ingest.sink.spark fetch >/dev/null
+
+echo "setup: MySQL 9.7 root (once: debootstrap sid + apt-get, about a minute)" >&2
+# debootstrap and chroot need root; the cache is resolved before sudo drops the environment.
+cache="$("$PYTHON" -c 'from cdc_ingest.cache import cache_dir; print(cache_dir())')"
+"${sudo[@]}" env CDC_INGEST_CACHE="$cache" "$(command -v "$PYTHON")" \
+  -m cdc_ingest.services fetch mysql >/dev/null

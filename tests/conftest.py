@@ -4,6 +4,10 @@ Without a Docker engine the servers are the project's own local services
 (``cdc_ingest.services``); when ``docker info`` answers they are testcontainers (MySQL 8.4,
 Confluent Kafka in KRaft mode) behind the same attributes. ``CDC_INGEST_TEST_SERVICES=local``
 forces the local services even when Docker is there.
+
+The ``mysql`` fixture is always the local Oracle MySQL 9.7 (``cdc_ingest.services.MySQL``, run
+chrooted in ``<cache>/mysql-root``, which ``scripts/setup.sh`` builds), started only by the
+tests that ask for it.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import pytest
 from testcontainers.community.kafka import KafkaContainer
 from testcontainers.community.mysql import MySqlContainer
 
-from cdc_ingest.services import KafkaBroker, MariaDB
+from cdc_ingest.services import KafkaBroker, MariaDB, MySQL
 from cdc_ingest.services._kafka_probe import wait_until_ready
 from cdc_ingest.sink.writer import close_clients
 
@@ -92,6 +96,21 @@ def mariadb(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 
 
 @pytest.fixture(scope="session")
+def mysql(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> MySQL:
+    """A running Oracle MySQL 9.7 with binlog ROW/FULL/FULL, GTIDs on, root/``root`` and
+    least-privileged ``cdc``/``cdc`` (caching_sha2_password). Same attributes as ``mariadb``."""
+    server = MySQL(tmp_path_factory.mktemp("services") / "mysql")
+    # wipe: its data lives in the shared MySQL root, not under the session's tmp dir.
+    request.addfinalizer(functools.partial(server.stop, wipe=True))
+    try:
+        server.start()
+    except BaseException:
+        server.stop(wipe=True)
+        raise
+    return server
+
+
+@pytest.fixture(scope="session")
 def kafka(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A running single-node Kafka whose transaction coordinator is ready: ``.bootstrap``."""
     server: KafkaServer
@@ -120,11 +139,21 @@ def _start(server: MySqlServer | KafkaServer, request: pytest.FixtureRequest) ->
 @pytest.fixture
 def fresh_db(mariadb: MySqlServer) -> Iterator[str]:
     """The name of a new, empty database (utf8mb4), dropped after the test."""
+    yield from _fresh_database(mariadb)
+
+
+@pytest.fixture
+def fresh_mysql_db(mysql: MySQL) -> Iterator[str]:
+    """``fresh_db`` on the ``mysql`` fixture's server."""
+    yield from _fresh_database(mysql)
+
+
+def _fresh_database(server: MySqlServer) -> Iterator[str]:
     name = f"t_{uuid.uuid4().hex[:12]}"
-    with admin_conn(mariadb) as conn, conn.cursor() as cur:
+    with admin_conn(server) as conn, conn.cursor() as cur:
         cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
     yield name
-    with admin_conn(mariadb) as conn, conn.cursor() as cur:
+    with admin_conn(server) as conn, conn.cursor() as cur:
         cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
 
 

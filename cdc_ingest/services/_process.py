@@ -150,11 +150,18 @@ def save_state(path: Path, state: dict[str, Any]) -> None:
     path.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
 
 
-def run_checked(cmd: Sequence[str], what: str, timeout: float, cwd: Path | None = None) -> None:
-    """Run a short command; on failure raise with its output."""
+def run_checked(
+    cmd: Sequence[str],
+    what: str,
+    timeout: float,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> None:
+    """Run a short command (in ``env`` if given); on failure raise with its output."""
     result = subprocess.run(
         list(cmd),
         cwd=cwd,
+        env=env,
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,

@@ -1,8 +1,14 @@
-"""The local services are what capture needs: binlog settings, grants, Kafka transactions."""
+"""The local services are what capture needs: binlog settings, grants, Kafka transactions.
+
+The MariaDB tests run on the ``mariadb`` fixture; the ``test_mysql_*`` ones on the local
+Oracle MySQL 9.7 (``mysql`` fixture, ``cdc_ingest.services.MySQL``).
+"""
 
 from __future__ import annotations
 
+import socket
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pymysql
@@ -10,8 +16,10 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.event import GtidEvent
 from pymysqlreplication.row_event import WriteRowsEvent
 
+from cdc_ingest.services import MySQL
 from tests.conftest import admin_conn
 
 TABLEACCESS_DENIED = 1142  # INSERT/CREATE command denied to user for table
@@ -164,3 +172,195 @@ def test_kafka_transactions_are_read_committed(kafka: Any) -> None:
     finally:
         consumer.close()
     assert values == [b"committed 0", b"committed 1", b"committed 2"]
+
+
+# -- the local Oracle MySQL 9.7 ---------------------------------------------------------------
+
+
+def _mysql_variables(kwargs: dict[str, Any]) -> dict[str, str]:
+    names = (
+        "log_bin",
+        "binlog_format",
+        "binlog_row_image",
+        "binlog_row_metadata",
+        "gtid_mode",
+        "enforce_gtid_consistency",
+        "server_id",
+        "secure_file_priv",
+        "performance_schema",
+    )
+    rows = _query(
+        kwargs,
+        "SHOW GLOBAL VARIABLES WHERE Variable_name IN (" + ", ".join(f"'{n}'" for n in names) + ")",
+    )
+    return {name: value for name, value in rows}
+
+
+def test_mysql_is_oracle_mysql_9_7_with_row_binlog_and_gtids(mysql: MySQL) -> None:
+    version = _query(mysql.cdc, "SELECT VERSION()")[0][0]
+    assert "MariaDB" not in version
+    assert tuple(int(part) for part in version.split("-")[0].split(".")[:2]) >= (9, 7), version
+    assert _mysql_variables(mysql.cdc) == {
+        "log_bin": "ON",
+        "binlog_format": "ROW",
+        "binlog_row_image": "FULL",
+        "binlog_row_metadata": "FULL",
+        "gtid_mode": "ON",
+        "enforce_gtid_consistency": "ON",
+        "server_id": "1",
+        "secure_file_priv": "",
+        "performance_schema": "ON",
+    }
+    # What later work may read for a consistent binlog position + GTID set.
+    (log_status,) = _query(mysql.admin, "SELECT local FROM performance_schema.log_status")[0]
+    assert '"binary_log_file": "mysql-bin.' in log_status
+
+
+def test_mysql_cdc_user_is_caching_sha2_and_least_privileged(mysql: MySQL) -> None:
+    users = _query(mysql.admin, "SELECT user, host, plugin FROM mysql.user WHERE user = 'cdc'")
+    assert users == [("cdc", "%", "caching_sha2_password")]
+    assert _query(mysql.cdc, "SHOW GRANTS") == [
+        ("GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO `cdc`@`%`",)
+    ]
+    # Empty the server's caching_sha2 cache: the next login is a full authentication, and
+    # without TLS it needs the RSA key exchange (pymysql[rsa]).
+    _query(mysql.admin, "FLUSH PRIVILEGES")
+    assert _query({**mysql.cdc, "ssl_disabled": True}, "SELECT CURRENT_USER()") == [("cdc@%",)]
+    with pytest.raises(pymysql.err.OperationalError) as denied:
+        _query({**mysql.cdc, "password": "wrong"}, "SELECT 1")
+    assert denied.value.args[0] == 1045
+
+
+def test_mysql_cdc_user_reads_binlog_status_and_tables(mysql: MySQL, fresh_mysql_db: str) -> None:
+    with admin_conn(mysql, fresh_mysql_db) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE item (id INT PRIMARY KEY, name VARCHAR(20))")
+        cur.execute("INSERT INTO item VALUES (1, 'ünïcode')")
+
+    file, position, _, _, gtid_set = _query(mysql.cdc, "SHOW BINARY LOG STATUS")[0]
+    server_uuid = _query(mysql.cdc, "SELECT @@server_uuid")[0][0]
+    assert file.startswith("mysql-bin.")
+    assert int(position) > 4
+    assert gtid_set.startswith(f"{server_uuid}:1-")
+    assert _query(mysql.cdc, "SHOW BINARY LOGS")
+    assert _query(mysql.cdc, f"SELECT id, name FROM `{fresh_mysql_db}`.item") == [(1, "ünïcode")]
+
+
+@pytest.mark.parametrize(
+    ("sql", "error"),
+    [
+        ("INSERT INTO {db}.item VALUES (2, 'no')", TABLEACCESS_DENIED),
+        ("CREATE TABLE {db}.other (id INT PRIMARY KEY)", TABLEACCESS_DENIED),
+        ("CREATE DATABASE {db}_other", DBACCESS_DENIED),
+    ],
+)
+def test_mysql_cdc_user_cannot_write(
+    mysql: MySQL, fresh_mysql_db: str, sql: str, error: int
+) -> None:
+    with admin_conn(mysql, fresh_mysql_db) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE item (id INT PRIMARY KEY, name VARCHAR(20))")
+
+    with pytest.raises(pymysql.err.OperationalError) as denied:
+        _query(mysql.cdc, sql.format(db=fresh_mysql_db))
+    assert denied.value.args[0] == error
+
+
+def _stream_rows(mysql: MySQL, schema: str, **position: Any) -> tuple[list[Any], list[str]]:
+    """Rows written in ``schema`` and the GTIDs seen, read as a replica with ``cdc``."""
+    stream = BinLogStreamReader(
+        connection_settings={**mysql.cdc, "passwd": mysql.cdc["password"]},
+        server_id=4243,
+        blocking=False,
+        only_events=[GtidEvent, WriteRowsEvent],
+        **position,
+    )
+    rows, gtids = [], []
+    try:
+        for event in stream:
+            if isinstance(event, GtidEvent):
+                gtids.append(event.gtid)
+            elif event.schema == schema:
+                rows += [row["values"] for row in event.rows]
+    finally:
+        stream.close()
+    return rows, gtids
+
+
+def test_mysql_cdc_user_streams_the_binlog_as_a_replica(mysql: MySQL, fresh_mysql_db: str) -> None:
+    file, position, _, _, executed = _query(mysql.cdc, "SHOW BINARY LOG STATUS")[0]
+    with admin_conn(mysql, fresh_mysql_db) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE item (id INT PRIMARY KEY, name VARCHAR(20))")
+        cur.execute("INSERT INTO item VALUES (7, 'seven')")
+    server_uuid = _query(mysql.cdc, "SELECT @@server_uuid")[0][0]
+
+    by_position = _stream_rows(
+        mysql, fresh_mysql_db, log_file=file, log_pos=int(position), resume_stream=True
+    )
+    by_gtid = _stream_rows(mysql, fresh_mysql_db, auto_position=executed)
+
+    assert by_position == by_gtid
+    rows, gtids = by_gtid
+    assert rows == [{"id": 7, "name": "seven"}]
+    assert len(gtids) == 2  # the CREATE TABLE and the INSERT, nothing already executed
+    assert all(gtid.startswith(f"{server_uuid}:") for gtid in gtids)
+
+
+def test_mysql_restart_with_other_settings_and_back(mysql: MySQL, fresh_mysql_db: str) -> None:
+    port = mysql.port
+    with admin_conn(mysql, fresh_mysql_db) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE kept (id INT PRIMARY KEY)")
+
+    with mysql.reconfigured(binlog_row_metadata="MINIMAL", log_bin=None):
+        changed = _mysql_variables(mysql.cdc)
+        assert (changed["log_bin"], changed["binlog_row_metadata"]) == ("OFF", "MINIMAL")
+
+    assert mysql.port == port
+    assert _mysql_variables(mysql.cdc)["binlog_row_metadata"] == "FULL"
+    assert _mysql_variables(mysql.cdc)["log_bin"] == "ON"
+    assert _query(mysql.admin, f"SHOW TABLES FROM `{fresh_mysql_db}`") == [("kept",)]
+
+
+def _mysqld_pids(server: MySQL) -> set[int]:
+    """The pids of mysqld processes of ``server`` (its directory is in their command line)."""
+    pids = set()
+    for proc in Path("/proc").iterdir():
+        try:
+            if (
+                proc.name.isdigit()
+                and str(server.run_dir).encode() in (proc / "cmdline").read_bytes()
+            ):
+                pids.add(int(proc.name))
+        except OSError:
+            continue
+    return pids
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_mysql_second_home_runs_beside_the_first_and_stops_cleanly(
+    mysql: MySQL, tmp_path: Path
+) -> None:
+    session_pids = _mysqld_pids(mysql)
+    other = MySQL(tmp_path / "other")
+    try:
+        other.start()
+        port = other.port
+        other.start()  # safe twice: same server, same port
+        assert other.is_running()
+        assert other.port == port != mysql.port
+        assert other.server_dir != mysql.server_dir
+        uuids = {_query(server.cdc, "SELECT @@server_uuid")[0] for server in (mysql, other)}
+        assert len(uuids) == 2
+        assert len(_mysqld_pids(other)) == 1
+    finally:
+        other.stop(wipe=True)
+
+    assert not other.is_running()
+    assert _mysqld_pids(other) == set()
+    assert not _listening(port)
+    assert not other.server_dir.exists()
+    assert not other.home.exists()
+    assert _mysqld_pids(mysql) == session_pids  # the session's server still runs
+    assert _query(mysql.cdc, "SELECT 1") == [(1,)]
