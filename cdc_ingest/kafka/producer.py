@@ -48,7 +48,7 @@ class _Sender:
         except BufferError:
             self._send_when_room(topic, value, key, timestamp, headers, partition)
         except KafkaException as exc:
-            _raise(exc, f"producing to {topic}", self._name)
+            self._failed(exc, f"producing to {topic}")
 
     def _send_when_room(self, topic: str, value: bytes | None, key: bytes | None,
                         timestamp: int, headers: list[tuple[str, bytes]] | None,
@@ -63,7 +63,20 @@ class _Sender:
             except BufferError:
                 continue
             except KafkaException as exc:
-                _raise(exc, f"producing to {topic}", self._name)
+                self._failed(exc, f"producing to {topic}")
+
+    def _failed(self, exc: KafkaException, what: str) -> None:
+        """Raise for a failed produce. After a fatal error librdkafka's produce says only
+        "fatal"; a transactional producer's transaction calls carry the error behind it
+        (fenced by a newer instance, most often), so it is asked for that one."""
+        err = exc.args[0] if exc.args else None
+        if (isinstance(err, KafkaError) and err.code() == KafkaError._FATAL
+                and isinstance(self, TransactionalProducer)):
+            try:
+                self._producer.abort_transaction(1)
+            except KafkaException as underlying:
+                exc = underlying
+        _raise(exc, what, self._name)
 
 
 class TransactionalProducer(_Sender):

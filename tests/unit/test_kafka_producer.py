@@ -1,0 +1,44 @@
+"""The Kafka wrappers' errors: a produce after a fatal error names the error behind it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from cdc_ingest.kafka import FencedError, KafkaClientError, TransactionalProducer
+
+NO_BROKER = {"bootstrap.servers": "127.0.0.1:9", "log_level": 0}
+
+
+class _Fenced(Producer):  # type: ignore[misc]
+    """librdkafka after a newer instance fenced this one: produce says only "fatal"."""
+
+    def __init__(self, behind: KafkaError) -> None:
+        super().__init__(NO_BROKER)
+        self.behind = behind
+
+    def produce(self, *args: Any, **kwargs: Any) -> None:
+        raise KafkaException(KafkaError(KafkaError._FATAL, "Unable to produce message"))
+
+    def abort_transaction(self, *args: Any) -> None:
+        raise KafkaException(self.behind)
+
+
+def _producer(behind: KafkaError) -> TransactionalProducer:
+    producer = TransactionalProducer(NO_BROKER, "unit.capture")
+    producer._producer = _Fenced(behind)
+    return producer
+
+
+def test_a_produce_after_being_fenced_is_a_fenced_error() -> None:
+    with pytest.raises(FencedError, match="took over transactional id"):
+        _producer(KafkaError(KafkaError._FENCED, fatal=True)).send("t", b"v", b"k")
+
+
+def test_another_fatal_error_stays_a_kafka_error_with_its_cause() -> None:
+    behind = KafkaError(KafkaError.INVALID_TXN_STATE, "the broker said no", fatal=True)
+    with pytest.raises(KafkaClientError, match="producing to t") as caught:
+        _producer(behind).send("t", b"v", b"k")
+    assert not isinstance(caught.value, FencedError) and "broker said no" in str(caught.value)
