@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from cdc_ingest.services._process import LOCALHOST
-
-OptionValue = str | int | bool | None
+from cdc_ingest.services._server import OptionValue
 
 
 def server_options(run: PurePosixPath, port: int) -> dict[str, OptionValue]:

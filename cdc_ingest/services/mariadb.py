@@ -8,42 +8,32 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pymysql
 
 from cdc_ingest.services._process import (
     LOCALHOST,
-    ServiceError,
-    free_port,
-    load_state,
-    log_tail,
-    pid_alive,
     read_pid,
     run_checked,
-    save_state,
-    spawn_detached,
     stop_pid,
-    wait_until,
+)
+from cdc_ingest.services._server import (
+    CDC_GRANTS,
+    CDC_PASSWORD,
+    CDC_USER,
+    ROOT_PASSWORD,
+    LocalSqlServer,
+    OptionValue,
 )
 
 log = logging.getLogger(__name__)
 
 MARIADBD = Path("/usr/sbin/mariadbd")
-ROOT_PASSWORD = "root"
-CDC_USER = "cdc"
-CDC_PASSWORD = "cdc"
-# What `cdc-ingest validate` asks of users. MariaDB 10.5+ shows REPLICATION CLIENT as
-# BINLOG MONITOR, which is what SHOW MASTER STATUS / SHOW BINARY LOGS need.
-CDC_GRANTS = "REPLICATION SLAVE, REPLICATION CLIENT, SELECT"
 ACCESS_DENIED = 1045
 # A unix socket path must fit in sockaddr_un (108 bytes on Linux).
 MAX_SOCKET_PATH = 100
 
-OptionValue = str | int | bool | None
 
 
 def _server_options(home: Path, port: int, socket: Path) -> dict[str, OptionValue]:
@@ -80,26 +70,10 @@ def _render_cnf(options: dict[str, OptionValue], port: int, socket: Path) -> str
     return "\n".join(lines)
 
 
-class MariaDB:
-    """One MariaDB server with its data, binlog, config and logs under ``home``.
+class MariaDB(LocalSqlServer):
+    """One MariaDB server with its data, binlog, config and logs under ``home``."""
 
-    ``start()`` and ``stop()`` are idempotent; the port chosen on the first start is kept in
-    ``home/state.json`` so later starts (from tests or the CLI) reuse it.
-    """
-
-    host = LOCALHOST
-
-    def __init__(self, home: Path, port: int | None = None) -> None:
-        self.home = Path(home).resolve()
-        self._pid: int | None = None
-        self._port = port or load_state(self.state_file).get("port")
-        self._overrides: dict[str, OptionValue] = {}
-
-    # -- paths and connection settings ---------------------------------------------------
-
-    @property
-    def state_file(self) -> Path:
-        return self.home / "state.json"
+    label = "MariaDB"
 
     @property
     def config_file(self) -> Path:
@@ -126,20 +100,8 @@ class MariaDB:
         return Path(tempfile.gettempdir()) / f"cdc-ingest-mariadb-{digest}.sock"
 
     @property
-    def port(self) -> int:
-        if self._port is None:
-            raise ServiceError(f"MariaDB in {self.home} has no port yet: call start() first")
-        return int(self._port)
-
-    @property
-    def admin(self) -> dict[str, Any]:
-        """``pymysql.connect(**kw)`` arguments for root."""
-        return {"host": self.host, "port": self.port, "user": "root", "password": ROOT_PASSWORD}
-
-    @property
-    def cdc(self) -> dict[str, Any]:
-        """``pymysql.connect(**kw)`` arguments for the least-privileged capture user."""
-        return {"host": self.host, "port": self.port, "user": CDC_USER, "password": CDC_PASSWORD}
+    def _marker(self) -> str:
+        return str(self.config_file)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -158,58 +120,21 @@ class MariaDB:
             timeout=1200,
         )
 
-    def is_running(self) -> bool:
-        pid = read_pid(self.pid_file)
-        return pid is not None and pid_alive(pid, str(self.config_file))
-
-    def start(self) -> None:
-        """Start the server (initialising it on first use) and create the users."""
-        if self.is_running():
-            self._wait_ready(read_pid(self.pid_file) or 0)
-            self._provision()
-            return
-        self.ensure_installed()
-        if self._port is None:
-            self._port = free_port()
-        self.home.mkdir(parents=True, exist_ok=True)
-        save_state(self.state_file, {"port": self._port})
-        self._initialise()
+    def _launch_command(self) -> list[str]:
+        """Write the config file; return the server's command line."""
         self.config_file.write_text(_render_cnf(self._options(), self.port, self.socket))
         user = ["--user=root"] if os.geteuid() == 0 else []
-        cmd = [str(MARIADBD), f"--defaults-file={self.config_file}", *user]
-        pid = self._pid = spawn_detached(cmd, self.log_file, cwd=self.home)
-        self.pid_file.write_text(f"{pid}\n")
-        self._wait_ready(pid)
-        self._provision()
-        log.info("MariaDB ready on %s:%d (home %s)", self.host, self.port, self.home)
+        return [str(MARIADBD), f"--defaults-file={self.config_file}", *user]
 
     def stop(self, wipe: bool = False) -> None:
         """Stop the server; with ``wipe`` also delete its data, binlogs and config."""
         pid = read_pid(self.pid_file) or self._pid  # _pid: if stopped before it was written
         if pid is not None:
-            stop_pid(pid, str(self.config_file))
+            stop_pid(pid, self._marker)
         self.pid_file.unlink(missing_ok=True)
         if wipe:
             shutil.rmtree(self.home, ignore_errors=True)
             self._port = None
-
-    def restart_with(self, **options: OptionValue) -> None:
-        """Restart with my.cnf options changed; ``None`` removes one; no options = defaults.
-
-        Example: ``restart_with(binlog_format="STATEMENT")`` or ``restart_with(log_bin=None)``.
-        """
-        self.stop()
-        self._overrides = {key.replace("-", "_"): value for key, value in options.items()}
-        self.start()
-
-    @contextmanager
-    def reconfigured(self, **options: OptionValue) -> Iterator[MariaDB]:
-        """``restart_with(**options)`` for the body of a ``with``, then back to the defaults."""
-        try:
-            self.restart_with(**options)
-            yield self
-        finally:
-            self.restart_with()
 
     # -- internals ------------------------------------------------------------------------
 
@@ -238,15 +163,6 @@ class MariaDB:
             cwd=self.home,
         )
         marker.touch()
-
-    def _wait_ready(self, pid: int) -> None:
-        wait_until(
-            self._accepts_connections,
-            timeout=60,
-            what=f"MariaDB on port {self.port}",
-            details=lambda: log_tail(self.log_file),
-            alive=lambda: pid_alive(pid, str(self.config_file)),
-        )
 
     def _accepts_connections(self) -> bool:
         try:

@@ -12,27 +12,23 @@ from __future__ import annotations
 import hashlib
 import logging
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 import pymysql
 
 from cdc_ingest.services._mysql_cnf import OptionValue, render_cnf, server_options
 from cdc_ingest.services._process import (
-    LOCALHOST,
     ServiceError,
-    free_port,
-    load_state,
-    log_tail,
-    pid_alive,
     read_pid,
     run_checked,
-    save_state,
-    spawn_detached,
     stop_pid,
-    wait_until,
+)
+from cdc_ingest.services._server import (
+    CDC_GRANTS,
+    CDC_PASSWORD,
+    CDC_USER,
+    ROOT_PASSWORD,
+    LocalSqlServer,
 )
 from cdc_ingest.services.mysql_root import (
     MYSQLD,
@@ -47,33 +43,13 @@ from cdc_ingest.services.mysql_root import (
 log = logging.getLogger(__name__)
 
 
-ROOT_PASSWORD = "root"
-CDC_USER = "cdc"
-CDC_PASSWORD = "cdc"
-# What `cdc-ingest validate` asks of users; MySQL's default plugin (caching_sha2_password).
-CDC_GRANTS = "REPLICATION SLAVE, REPLICATION CLIENT, SELECT"
 
 
-class MySQL:
-    """One MySQL 9.7 server for ``home``, run chrooted in the shared MySQL root.
+class MySQL(LocalSqlServer):
+    """One MySQL 9.7 server for ``home``, run chrooted in the shared MySQL root."""
 
-    ``start()`` and ``stop()`` are idempotent; the port chosen on the first start is kept in
-    ``home/state.json`` so later starts (from tests or the CLI) reuse it.
-    """
-
-    host = LOCALHOST
-
-    def __init__(self, home: Path, port: int | None = None) -> None:
-        self.home = Path(home).resolve()
-        self._pid: int | None = None
-        self._port = port or load_state(self.state_file).get("port")
-        self._overrides: dict[str, OptionValue] = {}
-
-    # -- paths and connection settings ---------------------------------------------------
-
-    @property
-    def state_file(self) -> Path:
-        return self.home / "state.json"
+    label = "MySQL"
+    ready_timeout = 120.0
 
     @property
     def log_file(self) -> Path:
@@ -112,22 +88,6 @@ class MySQL:
         """What mysqld's command line holds, unique to this home (guards against pid reuse)."""
         return f"--defaults-file={self.run_dir / 'my.cnf'}"
 
-    @property
-    def port(self) -> int:
-        if self._port is None:
-            raise ServiceError(f"MySQL in {self.home} has no port yet: call start() first")
-        return int(self._port)
-
-    @property
-    def admin(self) -> dict[str, Any]:
-        """``pymysql.connect(**kw)`` arguments for root."""
-        return {"host": self.host, "port": self.port, "user": "root", "password": ROOT_PASSWORD}
-
-    @property
-    def cdc(self) -> dict[str, Any]:
-        """``pymysql.connect(**kw)`` arguments for the least-privileged capture user."""
-        return {"host": self.host, "port": self.port, "user": CDC_USER, "password": CDC_PASSWORD}
-
     # -- lifecycle ------------------------------------------------------------------------
 
     @staticmethod
@@ -135,32 +95,15 @@ class MySQL:
         """Build the MySQL root (``<cache>/mysql-root``) unless it exists; needs root."""
         ensure_root()
 
-    def is_running(self) -> bool:
-        pid = read_pid(self.pid_file)
-        return pid is not None and pid_alive(pid, self._marker)
+    def _launch_command(self) -> list[str]:
+        """Write the config file; return the server's command line."""
+        self.config_file.write_text(render_cnf(self._options()))
+        return [sbin("chroot"), str(root_dir()), MYSQLD, self._marker, "--user=root"]
 
-    def start(self) -> None:
-        """Start the server (initialising it on first use) and create the users."""
-        if self.is_running():
-            self._wait_ready(read_pid(self.pid_file) or 0)
-            self._provision()
-            return
-        self.ensure_installed()
+    def _prepare(self) -> None:
         prune_abandoned_servers()
         if not self.state_file.exists():
             self._discard_leftovers()
-        if self._port is None:
-            self._port = free_port()
-        self.home.mkdir(parents=True, exist_ok=True)
-        save_state(self.state_file, {"port": self._port})
-        self._initialise()
-        self.config_file.write_text(render_cnf(self._options()))
-        cmd = [sbin("chroot"), str(root_dir()), MYSQLD, self._marker, "--user=root"]
-        pid = self._pid = spawn_detached(cmd, self.log_file, cwd=self.home)
-        self.pid_file.write_text(f"{pid}\n")
-        self._wait_ready(pid)
-        self._provision()
-        log.info("MySQL ready on %s:%d (home %s)", self.host, self.port, self.home)
 
     def stop(self, wipe: bool = False) -> None:
         """Stop the server; with ``wipe`` also delete its data, binlogs, config and home."""
@@ -174,23 +117,9 @@ class MySQL:
             self._port = None
 
     def restart_with(self, **options: OptionValue) -> None:
-        """Restart with my.cnf options changed; ``None`` removes one; no options = defaults.
-
-        Example: ``restart_with(binlog_format="STATEMENT")`` or ``restart_with(log_bin=None)``
-        (binlog off: that adds ``skip_log_bin``, since MySQL logs by default).
-        """
-        self.stop()
-        self._overrides = {key.replace("-", "_"): value for key, value in options.items()}
-        self.start()
-
-    @contextmanager
-    def reconfigured(self, **options: OptionValue) -> Iterator[MySQL]:
-        """``restart_with(**options)`` for the body of a ``with``, then back to the defaults."""
-        try:
-            self.restart_with(**options)
-            yield self
-        finally:
-            self.restart_with()
+        """See :meth:`LocalSqlServer.restart_with`; ``log_bin=None`` adds ``skip_log_bin``,
+        since MySQL logs by default."""
+        super().restart_with(**options)
 
     # -- internals ------------------------------------------------------------------------
 
@@ -253,15 +182,6 @@ class MySQL:
         )
         init_sql.unlink()
         marker.touch()
-
-    def _wait_ready(self, pid: int) -> None:
-        wait_until(
-            self._accepts_connections,
-            timeout=120,
-            what=f"MySQL on port {self.port}",
-            details=lambda: log_tail(self.log_file),
-            alive=lambda: pid_alive(pid, self._marker),
-        )
 
     def _accepts_connections(self) -> bool:
         try:
