@@ -13,7 +13,6 @@ from typing import Any
 
 import pymysql
 from pymysqlreplication import BinLogStreamReader
-from pymysqlreplication.column import Column as _LibraryColumn
 from pymysqlreplication.event import (
     GtidEvent,
     HeartbeatLogEvent,
@@ -23,7 +22,6 @@ from pymysqlreplication.event import (
     RotateEvent,
     XidEvent,
 )
-from pymysqlreplication.gtid import Gtid, GtidSet
 from pymysqlreplication.row_event import (
     DeleteRowsEvent,
     PartialUpdateRowsEvent,
@@ -32,7 +30,9 @@ from pymysqlreplication.row_event import (
     WriteRowsEvent,
 )
 
-from cdc_ingest.capture.binlog_errors import drop_unknown_metadata, stream_error
+from cdc_ingest.capture.binlog_errors import stream_error
+from cdc_ingest.capture.binlog_library import teach_the_library
+from cdc_ingest.capture.binlog_payload import TRANSACTION_PAYLOAD_EVENT, PayloadUnpacker
 from cdc_ingest.capture.decoder import (
     DELETE,
     INSERT,
@@ -41,52 +41,25 @@ from cdc_ingest.capture.decoder import (
 )
 from cdc_ingest.capture.events import BinlogEvent, Ddl, Heartbeat, Rows, TxBegin, TxCommit
 from cdc_ingest.capture.mysql_json import json_text
-from cdc_ingest.capture.schema import FieldType
+from cdc_ingest.capture.partial_rows import PartialJsonError, PartialRows
 from cdc_ingest.capture.tablemap import CatalogLookup, SchemaCache
-from cdc_ingest.capture.unsupported import (
-    has_tagged_gtids,
-    partial_json_update,
-    tagged_gtid_set,
-    unsupported_event,
-)
+from cdc_ingest.capture.unsupported import partial_json_failed, unsupported_event
 from cdc_ingest.errors import SourceError
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import ConnectionSettings
+from cdc_ingest.mysql.gtid_wire import parse_tagged_gtid_event
 
 log = logging.getLogger(__name__)
+
+GTID_TAGGED_LOG_EVENT = 42  # SET gtid_next='AUTOMATIC:<tag>' (MySQL 8.3+)
 
 
 
 TableFilter = Callable[[str, str], bool]
 
 
-def _teach_the_library_mysql9() -> None:
-    """python-mysql-replication 1.0 misreads the TableMap of any table with a VECTOR column
-    (MySQL 9.0+), captured or not: it reads no metadata for the column (VECTOR has one byte,
-    its length prefix size, as a BLOB), and it stops at optional metadata types it does not
-    know (VECTOR's dimensionality, 13): "0 (or 13) is not a valid MetadataFieldType". Both are
-    taught here, in the library's own classes, once."""
-    parse = _LibraryColumn._Column__parse_column_definition
-    if getattr(parse, "knows_mysql9", False):
-        return
 
-    def parse_with_vector(self: Any, column_type: int, packet: Any) -> None:
-        parse(self, column_type, packet)
-        if column_type == FieldType.VECTOR:
-            self.length_size = packet.read_uint8()
-
-    optional = TableMapEvent._get_optional_meta_data
-
-    def known_optional_metadata(self: Any) -> Any:
-        drop_unknown_metadata(self.packet.packet)
-        return optional(self)
-
-    parse_with_vector.knows_mysql9 = True  # type: ignore[attr-defined]
-    _LibraryColumn._Column__parse_column_definition = parse_with_vector
-    TableMapEvent._get_optional_meta_data = known_optional_metadata
-
-
-_teach_the_library_mysql9()
+teach_the_library()
 
 _ROW_KINDS = {WriteRowsEvent: "I", UpdateRowsEvent: "U", DeleteRowsEvent: "D"}
 _KIND_CODES = {"I": INSERT, "U": UPDATE, "D": DELETE}
@@ -110,10 +83,9 @@ class BinlogReader:
         self._explicit_tx = False
         self._gtid: str | None = None  # of the transaction being read, for error messages
         self._schemas = SchemaCache(catalog, json_text)
+        self._partial = PartialRows()
         self._start = start
         self._file = start.file or ""
-        if start.gtid_set and has_tagged_gtids(start.gtid_set):
-            raise tagged_gtid_set(start.gtid_set)
         kwargs: dict[str, Any] = {}
         if start.gtid_set is not None and (start.gtid_set or not start.file):
             kwargs["auto_position"] = start.gtid_set
@@ -146,6 +118,7 @@ class BinlogReader:
             enable_logging=False,
             **kwargs,
         )
+        self._payloads = PayloadUnpacker(self._stream)
 
     def close(self) -> None:
         self._stream.close()
@@ -158,6 +131,13 @@ class BinlogReader:
     def events(self) -> Iterator[BinlogEvent]:
         try:
             for ev in self._stream:
+                if (isinstance(ev, NotImplementedEvent)
+                        and ev.packet.event_type == TRANSACTION_PAYLOAD_EVENT):
+                    for inner in self._payloads.events(ev):  # a compressed transaction
+                        out = self._translate(inner)
+                        if out is not None:
+                            yield out
+                    continue
                 out = self._translate(ev)
                 if out is not None:
                     yield out
@@ -168,7 +148,11 @@ class BinlogReader:
         kind = _ROW_KINDS.get(type(ev))
         if kind is not None:
             return self._rows(ev, kind)
-        if isinstance(ev, (NotImplementedEvent, PartialUpdateRowsEvent)):
+        if isinstance(ev, PartialUpdateRowsEvent):
+            return self._rows(ev, "U", partial=True)
+        if isinstance(ev, NotImplementedEvent):
+            if ev.packet.event_type == GTID_TAGGED_LOG_EVENT:
+                return self._tagged_gtid(ev)
             self._refuse(ev)
             return None
         where_pos = ev.packet.log_pos
@@ -198,19 +182,31 @@ class BinlogReader:
             return Heartbeat(self._stream.log_file, self._stream.log_pos)
         return None
 
+    def _tagged_gtid(self, ev: Any) -> TxBegin:
+        """A GTID_TAGGED_LOG_EVENT (MySQL 8.3+, ``gtid_next='AUTOMATIC:<tag>'``)."""
+        raw: bytes = ev.packet.packet._data
+        where_pos = ev.packet.log_pos
+        try:
+            gtid = parse_tagged_gtid_event(raw[20:20 + ev.event_size]).gtid
+        except ValueError as exc:
+            raise SourceError(
+                f"cannot read the tagged GTID event at binlog {self._stream.log_file}:"
+                f"{where_pos}: {exc}. Fix: report this with the binlog around that position."
+            ) from exc
+        self._explicit_tx = False
+        self._gtid = gtid
+        return TxBegin(gtid, self._stream.log_file, where_pos - ev.packet.event_size,
+                       ev.timestamp)
+
     def _refuse(self, ev: Any) -> None:
-        """Raise for an event capture cannot follow (a partial JSON update of a captured
-        table, a compressed transaction, a tagged GTID); other unknown events pass."""
+        """Raise for an event capture cannot follow (MariaDB's compressed events); other
+        unknown events pass."""
         where = f"{self._stream.log_file}:{ev.packet.log_pos}"
-        if isinstance(ev, PartialUpdateRowsEvent):
-            if self._captured(ev.schema, ev.table):
-                raise partial_json_update(ev.schema, ev.table, where, self._gtid)
-            return
         error = unsupported_event(ev.packet.event_type, where, self._gtid)
         if error is not None:
             raise error
 
-    def _rows(self, ev: Any, kind: str) -> Rows | None:
+    def _rows(self, ev: Any, kind: str, partial: bool = False) -> Rows | None:
         if not self._captured(ev.schema, ev.table):
             return None
         schema, decode = self._schemas.resolve(ev.table_map[ev.table_id])
@@ -231,7 +227,13 @@ class BinlogReader:
         off: int = pkt._position
         end = off + (ev.event_size - ev.packet.read_bytes)
         try:
-            rows = decode(raw, off, end, _KIND_CODES[kind])
+            if partial:
+                rows = self._partial.decode(schema, raw, off, end)
+            else:
+                rows = decode(raw, off, end, _KIND_CODES[kind])
+        except PartialJsonError as exc:
+            raise partial_json_failed(schema.db, schema.table, exc.column, where, self._gtid,
+                                      exc.cause) from exc
         except Exception as exc:
             column = failing_column(schema, exc)
             # the compiled decoder wraps what went wrong in a RowDecodeError naming the column
@@ -244,29 +246,3 @@ class BinlogReader:
             ) from exc
         return Rows(kind, schema, rows, ev.timestamp, where, self._stream.log_file,
                     ev.packet.log_pos)
-
-
-def advance_gtid_set(gtid_set: str, gtid: str) -> str:
-    """``gtid_set`` plus one executed GTID (MariaDB ``d-s-n`` or MySQL ``uuid:n``)."""
-    if ":" in gtid:
-        merged = GtidSet(gtid_set or "")
-        one = Gtid(gtid)
-        if one in merged:  # a transaction sent again: the set already has it
-            return gtid_set
-        return str(merged + one).replace("\n", "")
-    domain, _server, seq = gtid.split("-")
-    parts = [p.strip() for p in gtid_set.split(",") if p.strip()] if gtid_set else []
-    out = []
-    replaced = False
-    for part in parts:
-        if part.split("-", 1)[0] == domain:
-            replaced = True
-            if int(part.rsplit("-", 1)[1]) >= int(seq):
-                out.append(part)
-                continue
-            out.append(gtid)
-        else:
-            out.append(part)
-    if not replaced:
-        out.append(gtid)
-    return ",".join(sorted(out, key=lambda p: int(p.split("-", 1)[0])))

@@ -17,8 +17,10 @@ MariaDB stores JSON as text; this is for MySQL only.
 from __future__ import annotations
 
 import base64
-import json
 import struct
+from collections.abc import Callable
+from json.encoder import encode_basestring
+from typing import NamedTuple, TypeAlias, TypeVar
 
 from cdc_ingest.capture.values import decimal_text
 
@@ -29,8 +31,14 @@ _DOUBLE, _STRING, _OPAQUE = 0x0B, 0x0C, 0x0F
 _LITERALS = {0: "null", 1: "true", 2: "false"}
 _FIXED = {_INT16: "<h", _UINT16: "<H", _INT32: "<i", _UINT32: "<I", _INT64: "<q",
           _UINT64: "<Q", _DOUBLE: "<d"}
+_CONTAINERS = (_SMALL_OBJECT, _LARGE_OBJECT, _SMALL_ARRAY, _LARGE_ARRAY)
 # opaque field types (enum_field_types)
 _DECIMAL, _DATE, _TIME, _DATETIME, _TIMESTAMP = 246, 10, 11, 12, 7
+# what malformed binary JSON makes the reader raise
+_BROKEN = (IndexError, KeyError, struct.error, UnicodeDecodeError)
+_T = TypeVar("_T")
+# a string as JSON text: what json.dumps(s, ensure_ascii=False) runs, without its set-up
+_quoted = encode_basestring
 
 
 class JsonBinaryError(ValueError):
@@ -47,6 +55,54 @@ def json_text(data: bytes) -> str:
         raise JsonBinaryError(f"truncated binary JSON ({len(data)} bytes)") from exc
 
 
+class Unread(NamedTuple):
+    """A container of a binary JSON document, not read yet: its type and where it starts."""
+
+    kind: int
+    data: bytes
+    start: int
+
+
+# A document to edit (json_diff): a scalar as its text, an array, an object (keys in
+# MySQL's order) or a container not read yet (rendered straight from its bytes).
+Node: TypeAlias = "str | Unread | list[Node] | dict[str, Node]"
+
+
+def json_tree(data: bytes) -> Node:
+    """A binary JSON value as a tree to edit: its root container unread, or a scalar's text."""
+    if data and data[0] in _CONTAINERS:
+        return Unread(data[0], data, 1)
+    return _guarded(json_text, data)
+
+
+def expand(node: Unread) -> list[Node] | dict[str, Node]:
+    """One level of an unread container: its values scalar text or unread containers."""
+    keys, values = _guarded(_entries, node.kind, node.data, node.start, _shallow)
+    return values if keys is None else dict(zip(keys, values, strict=True))
+
+
+def render(node: Node) -> str:
+    """A tree's JSON text, the same as ``json_text`` of the same document stored in full."""
+    if isinstance(node, str):
+        return node
+    if isinstance(node, Unread):
+        return _guarded(_container, node.kind, node.data, node.start)
+    if isinstance(node, list):
+        return "[" + ", ".join([render(value) for value in node]) + "]"
+    return "{" + ", ".join([f"{_quoted(k)}: {render(v)}" for k, v in node.items()]) + "}"
+
+
+def _shallow(kind: int, data: bytes, at: int, end: int) -> Node:
+    return Unread(kind, data, at) if kind in _CONTAINERS else _value(kind, data, at, end)
+
+
+def _guarded(read: Callable[..., _T], *args: object) -> _T:
+    try:
+        return read(*args)
+    except _BROKEN as exc:
+        raise JsonBinaryError(f"malformed binary JSON: {exc!r}") from exc
+
+
 def _varlen(data: bytes, at: int) -> tuple[int, int]:
     """A length of 7 bits per byte, low bits first: (length, offset after it)."""
     length = shift = 0
@@ -60,7 +116,7 @@ def _varlen(data: bytes, at: int) -> tuple[int, int]:
 
 
 def _value(kind: int, data: bytes, at: int, end: int) -> str:
-    if kind in (_SMALL_OBJECT, _LARGE_OBJECT, _SMALL_ARRAY, _LARGE_ARRAY):
+    if kind in _CONTAINERS:
         return _container(kind, data, at)
     if kind == _LITERAL:
         return _LITERALS[data[at]]
@@ -70,7 +126,7 @@ def _value(kind: int, data: bytes, at: int, end: int) -> str:
         return double_text(number) if kind == _DOUBLE else str(number)
     if kind == _STRING:
         length, at = _varlen(data, at)
-        return json.dumps(data[at:at + length].decode("utf-8"), ensure_ascii=False)
+        return _quoted(data[at:at + length].decode("utf-8"))
     if kind == _OPAQUE:
         field_type = data[at]
         length, at = _varlen(data, at + 1)
@@ -79,18 +135,26 @@ def _value(kind: int, data: bytes, at: int, end: int) -> str:
 
 
 def _container(kind: int, data: bytes, start: int) -> str:
+    keys, values = _entries(kind, data, start, _value)
+    if keys is None:
+        return "[" + ", ".join(values) + "]"
+    return "{" + ", ".join(f"{_quoted(k)}: {v}" for k, v in zip(keys, values, strict=True)) + "}"
+
+
+def _entries(kind: int, data: bytes, start: int,
+             leaf: Callable[[int, bytes, int, int], _T]) -> tuple[list[str] | None, list[_T]]:
+    """One container's keys (``None`` for an array) and its values, each made by ``leaf``."""
     large = kind in (_LARGE_OBJECT, _LARGE_ARRAY)
-    is_object = kind in (_SMALL_OBJECT, _LARGE_OBJECT)
     word = "<I" if large else "<H"
     size = 4 if large else 2
     (count,) = struct.unpack_from(word, data, start)
     at = start + 2 * size  # after the element count and the byte size
-    keys = []
-    if is_object:
+    keys = None
+    if kind in (_SMALL_OBJECT, _LARGE_OBJECT):
+        keys = []
         for _ in range(count):
             key_at, key_len = struct.unpack_from(word + "H", data, at)
-            keys.append(json.dumps(data[start + key_at:start + key_at + key_len].decode(),
-                                   ensure_ascii=False))
+            keys.append(data[start + key_at:start + key_at + key_len].decode())
             at += size + 2
     values = []
     for _ in range(count):
@@ -98,14 +162,12 @@ def _container(kind: int, data: bytes, start: int) -> str:
         inlined = value_kind in (_LITERAL, _INT16, _UINT16) or (
             large and value_kind in (_INT32, _UINT32))
         if inlined:
-            values.append(_value(value_kind, data, at + 1, at + 1 + size))
+            values.append(leaf(value_kind, data, at + 1, at + 1 + size))
         else:
             (offset,) = struct.unpack_from(word, data, at + 1)
-            values.append(_value(value_kind, data, start + offset, len(data)))
+            values.append(leaf(value_kind, data, start + offset, len(data)))
         at += 1 + size
-    if is_object:
-        return "{" + ", ".join(f"{k}: {v}" for k, v in zip(keys, values, strict=True)) + "}"
-    return "[" + ", ".join(values) + "]"
+    return keys, values
 
 
 def _opaque(field_type: int, raw: bytes) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from cdc_ingest.capture.binlog import advance_gtid_set
 from cdc_ingest.capture.events import TxBegin
 from cdc_ingest.capture.options import CaptureOptions, StartupSpec
 from cdc_ingest.capture.positions import PositionStore
@@ -22,6 +21,7 @@ from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.errors import ConfigError, ConfigProblem, PositionPurgedError, SourceError
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import Catalog
+from cdc_ingest.mysql.gtid import advance_gtid_set, has_gtid
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +89,8 @@ class Transactions:
         self._skip_before_s = skip_before_s
 
     def begin(self, ev: TxBegin) -> None:
-        already = ev.gtid is not None and bool(self.seen_gtid) and (
-            advance_gtid_set(self.seen_gtid, ev.gtid) == self.seen_gtid)
+        already = ev.gtid is not None and bool(self.seen_gtid) and has_gtid(
+            self.seen_gtid, ev.gtid)
         self.current, self.rows = ev, 0
         self.skipped = already or ev.ts < self._skip_before_s
         if not self.skipped:

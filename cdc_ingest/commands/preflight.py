@@ -9,13 +9,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from cdc_ingest.capture.unsupported import (
-    COMPRESSION_FIX,
-    MARIADB_COMPRESSION_FIX,
-    PARTIAL_JSON_FIX,
-    TAGGED_GTID_FIX,
-    has_tagged_gtids,
-)
+from cdc_ingest.capture.unsupported import MARIADB_COMPRESSION_FIX, has_tagged_gtids
 from cdc_ingest.errors import CdcIngestError
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import Catalog, ConnectionSettings, KeyColumns
@@ -87,8 +81,9 @@ def _settings(catalog: Catalog) -> Iterator[Check]:
 
 
 def _unsupported(catalog: Catalog) -> Iterator[Check]:
-    """MySQL features that would make capture stop (never skip): flagged before it runs.
-    A variable the server does not have is not shown."""
+    """Binlog settings that change what the binlog holds: the one capture cannot follow
+    (MariaDB's log_bin_compress) fails, the ones it reads are shown as such. A variable the
+    server does not have is not shown."""
     compressed = catalog.variable("log_bin_compress") if catalog.is_mariadb else None
     if compressed is not None:
         on = compressed.upper() in ("ON", "1")
@@ -98,21 +93,21 @@ def _unsupported(catalog: Catalog) -> Iterator[Check]:
     compression = catalog.variable("binlog_transaction_compression")
     if compression is not None:
         on = compression.upper() in ("ON", "1")
-        yield Check("binlog_transaction_compression", not on,
-                    "is ON: capture stops at the first compressed transaction" if on
-                    else compression, COMPRESSION_FIX)
+        yield Check("binlog_transaction_compression", True,
+                    "ON (compressed transactions are read like any other)" if on
+                    else compression)
     options = catalog.variable("binlog_row_value_options")
     if options is not None:
         partial = "PARTIAL_JSON" in options.upper()
-        yield Check("binlog_row_value_options", not partial,
-                    "is PARTIAL_JSON: capture stops at the first partial JSON update of a "
-                    "captured table" if partial else (options or "empty"), PARTIAL_JSON_FIX)
+        yield Check("binlog_row_value_options", True,
+                    "PARTIAL_JSON (partial JSON updates are applied to the before image)"
+                    if partial else (options or "empty"))
     executed = catalog.variable("gtid_executed") if not catalog.is_mariadb else None
     if executed is not None:
         tagged = has_tagged_gtids(executed)
-        yield Check("tagged GTIDs", not tagged,
-                    "gtid_executed has tagged GTIDs: capture stops at a tagged transaction"
-                    if tagged else "none in gtid_executed", TAGGED_GTID_FIX)
+        yield Check("tagged GTIDs", True,
+                    "gtid_executed has tagged GTIDs (followed like untagged ones)"
+                    if tagged else "none in gtid_executed")
 
 
 _NEEDED = (

@@ -80,13 +80,15 @@ RULES: dict[str, tuple[object, tuple[str, ...]]] = {
         (lambda m: _part(m) != "verify", ("cdc_ingest.capture",)),
     "confluent_kafka only inside kafka/":
         (lambda m: _part(m) == "kafka", ("confluent_kafka",)),
-    "pymysqlreplication only in capture/binlog.py":
-        (lambda m: m == "cdc_ingest.capture.binlog", ("pymysqlreplication",)),
+    "pymysqlreplication only in capture/binlog.py and capture/binlog_*.py":
+        (lambda m: m == "cdc_ingest.capture.binlog" or m.startswith("cdc_ingest.capture.binlog_"),
+         ("pymysqlreplication",)),
     "pyspark only inside sink/":
         (lambda m: _part(m) == "sink", ("pyspark",)),
     "pymysql only in mysql/, the binlog reader, the commands and the dev services":
         (lambda m: _part(m) in ("mysql", "commands", "services")
-         or m == "cdc_ingest.capture.binlog", ("pymysql",)),
+         or m == "cdc_ingest.capture.binlog" or m.startswith("cdc_ingest.capture.binlog_"),
+         ("pymysql",)),
     "the dev services are no stage's or part's dependency":
         (lambda m: _part(m) not in (*STAGES, *PARTS), ("cdc_ingest.services",)),
     "model/ is plain data: it imports nothing else of ours":

@@ -6,8 +6,7 @@ import pytest
 
 from cdc_ingest.capture.unsupported import (
     has_tagged_gtids,
-    partial_json_update,
-    tagged_gtid_set,
+    partial_json_failed,
     unsupported_event,
 )
 
@@ -26,8 +25,6 @@ def test_tagged_gtid_sets_are_told_apart(gtid_set: str, tagged: bool) -> None:
 
 
 @pytest.mark.parametrize(("event_type", "words"), [
-    (40, ["binlog_transaction_compression=ON", "SET PERSIST binlog_transaction_compression=OFF"]),
-    (42, ["tagged GTID", "gtid_next"]),
     (166, ["log_bin_compress=ON", "SET GLOBAL log_bin_compress=OFF"]),
 ])
 def test_refused_events_say_what_where_and_the_fix(event_type: int, words: list[str]) -> None:
@@ -39,12 +36,14 @@ def test_refused_events_say_what_where_and_the_fix(event_type: int, words: list[
 
 
 def test_other_unknown_events_pass() -> None:
-    # anonymous GTIDs (34), transaction context (36), heartbeat v2 (41): nothing to lose
-    assert all(unsupported_event(t, "b:4", None) is None for t in (34, 36, 41))
+    # anonymous GTIDs (34), transaction context (36), heartbeat v2 (41): nothing to lose;
+    # compressed transactions (40) and tagged GTIDs (42) are read (capture.binlog)
+    assert all(unsupported_event(t, "b:4", None) is None for t in (34, 36, 40, 41, 42))
 
 
-def test_partial_json_and_tagged_start_errors_name_table_and_fix() -> None:
-    text = str(partial_json_update("shop", "orders", "binlog.000002:99", f"{UUID}:5"))
-    assert "shop.orders" in text and "binlog.000002:99" in text
+def test_a_partial_json_update_that_does_not_apply_names_table_column_and_fix() -> None:
+    text = str(partial_json_failed("shop", "orders", "doc", "binlog.000002:99", f"{UUID}:5",
+                                   ValueError("path $.a[3] not found")))
+    assert "shop.orders.doc" in text and "binlog.000002:99" in text and f"{UUID}:5" in text
+    assert "path $.a[3] not found" in text
     assert "binlog_row_value_options=''" in text
-    assert "RESET BINARY LOGS AND GTIDS" in str(tagged_gtid_set(f"{UUID}:1:t:1"))

@@ -1,0 +1,67 @@
+"""What python-mysql-replication 1.0 does not know of MySQL 8.3+/9.x, taught in its own
+classes, once per process (:func:`teach_the_library`):
+
+* **VECTOR columns** (MySQL 9.0+): the library misreads the TableMap of any table with a
+  VECTOR column, captured or not: it reads no metadata for the column (VECTOR has one byte,
+  its length prefix size, as a BLOB), and it stops at optional metadata types it does not know
+  (VECTOR's dimensionality, 13): "0 (or 13) is not a valid MetadataFieldType".
+* **tagged GTID sets** (MySQL 8.3+): the library encodes the GTID set it sends in
+  COM_BINLOG_DUMP_GTID with its own ``GtidSet``, which cannot parse ``uuid:tag:1-3``. The dump
+  request uses :func:`cdc_ingest.mysql.encode_gtid_set` instead (MySQL's tagged format when
+  the set has a tag, the classic one otherwise).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pymysqlreplication.binlogstream as _binlogstream
+from pymysqlreplication.column import Column as _LibraryColumn
+from pymysqlreplication.row_event import TableMapEvent
+
+from cdc_ingest.capture.binlog_errors import drop_unknown_metadata
+from cdc_ingest.capture.schema import FieldType
+from cdc_ingest.mysql.gtid_wire import encode_gtid_set
+
+
+class _DumpGtidSet:
+    """Stands in for the library's ``GtidSet`` where it builds COM_BINLOG_DUMP_GTID."""
+
+    def __init__(self, gtid_set: str) -> None:
+        self._encoded = encode_gtid_set(str(gtid_set or ""))
+
+    @property
+    def encoded_length(self) -> int:
+        return len(self._encoded)
+
+    def encoded(self) -> bytes:
+        return self._encoded
+
+
+def _teach_vector() -> None:
+    parse = _LibraryColumn._Column__parse_column_definition
+
+    def parse_with_vector(self: Any, column_type: int, packet: Any) -> None:
+        parse(self, column_type, packet)
+        if column_type == FieldType.VECTOR:
+            self.length_size = packet.read_uint8()
+
+    optional = TableMapEvent._get_optional_meta_data
+
+    def known_optional_metadata(self: Any) -> Any:
+        drop_unknown_metadata(self.packet.packet)
+        return optional(self)
+
+    _LibraryColumn._Column__parse_column_definition = parse_with_vector
+    TableMapEvent._get_optional_meta_data = known_optional_metadata
+
+
+_taught: list[bool] = []
+
+
+def teach_the_library() -> None:
+    if _taught:
+        return
+    _taught.append(True)
+    _teach_vector()
+    _binlogstream.GtidSet = _DumpGtidSet  # only the dump request uses it in that module

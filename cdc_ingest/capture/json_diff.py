@@ -1,0 +1,300 @@
+"""A MySQL partial JSON update applied to the old document: the full new document's text.
+
+With ``binlog_row_value_options=PARTIAL_JSON``, MySQL may log an UPDATE as a
+PARTIAL_UPDATE_ROWS_EVENT whose after image holds, for a JSON column, a diff vector instead of
+the document. The bytes (MySQL 8.0 to 9.x: sql/rpl_record.cc ``pack_row``, sql/field.cc
+``Field_json::pack_diff``, sql-common/json_diff.cc, formerly sql/json_diff.cc):
+
+* The after image starts with ``value_options``, a packed integer: 1 (PARTIAL_JSON) when a
+  JSON column of the row is a diff, else 0. When 1, ``partial_bits`` follow: ceil(J / 8) bytes,
+  a bit per JSON column *of the table* (all J, in column order, in the image or not), lowest
+  bit first, set for a diff. Then null bits and values as usual.
+* A diff column's value is exactly ``Json_diff_vector::write_binary``'s output: a 4-byte
+  little-endian length L, then L bytes of diffs. That length is the vector's own and the only
+  one, so the value is framed like a full JSON value, and ``diff`` here is those L bytes,
+  ``row[pos + 4:pos + 4 + L]``. L = 0 (an empty vector) means unchanged.
+* Each diff (``Json_diff::write_binary``): the operation byte (0 REPLACE, 1 INSERT, 2 REMOVE);
+  the path's length, packed, then the path as text; except for REMOVE, the value's length,
+  packed, then the value in binary JSON. Packed (``net_store_length``): one byte below 251,
+  else 252 + 2 bytes, 253 + 3 bytes or 254 + 8 bytes, little-endian.
+
+The path is ``Json_path::to_string`` (sql-common/json_path.cc): ``$`` then ``.name`` (an
+ECMAScript identifier), ``."name"`` (JSON string escapes), ``[n]``, ``[last]``, ``[last-n]``:
+the path JSON_SET / JSON_REPLACE / JSON_REMOVE got, auto-wrapping legs dropped (so ``last``
+can appear), or where JSON_SET wrapped a value into an array. They refuse wildcards and ranges;
+we read MySQL's grammar (spaces between tokens too), refuse ``.*``, ``[*]``, ``**``, ``[m to
+n]``, and do not re-check unquoted names (MySQL writes only what its parser reads back).
+
+Applying follows ``apply_json_diff`` (sql-common/json_diff.cc) and ``apply_json_diffs``
+(sql/item_json_func.cc, formerly sql/json_diff.cc), one diff after the other. Paths are
+followed exactly, never auto-wrapping: ``.name`` only into an object having that member, an
+array leg only into an array and within bounds (``[last-n]``: element size-1-n).
+
+* REPLACE: the value at the path must exist; it is replaced where it is.
+* INSERT: the path but its last leg must exist. Object, name leg: the member must not exist;
+  it goes where MySQL orders keys (shorter UTF-8 first, then bytewise). Array, array leg: in at
+  ``[n]`` clamped to the size (appends), ``[last-n]`` at size-1-n or 0 when n >= size.
+* REMOVE: the member (name leg, object) or element (array leg, array, in bounds) must exist.
+* The root path ``$`` is refused whatever the operation: MySQL rejects it when applying and
+  never logs it (a whole new document is logged in full).
+
+Anything else (path not found, wrong leg, member to insert exists, unknown operation, bad
+path, length or value) raises ``JsonDiffError`` naming the diff, where a replica would stop.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+from cdc_ingest.capture.mysql_json import JsonBinaryError, Node, Unread, expand, json_tree, render
+
+REPLACE, INSERT, REMOVE = 0, 1, 2
+_SPACE = " \t\n\v\f\r"  # my_isspace in utf8mb4
+_PACKED_WIDTHS = {252: 2, 253: 3, 254: 8}
+_MAX_INDEX = 0xFFFFFFFF  # MySQL reads an array index as a uint32
+
+
+class JsonDiffError(ValueError):
+    """A partial JSON update that cannot be applied exactly."""
+
+
+class _Cell(NamedTuple):
+    """An array leg: ``[n]``, or ``[last-n]`` when counted from the end."""
+
+    n: int
+    from_end: bool
+
+    def position(self, size: int) -> int:
+        """Json_array_index: where the leg points in an array of ``size`` elements."""
+        if self.from_end:
+            return size - self.n - 1 if self.n < size else 0
+        return min(self.n, size)
+
+    def __str__(self) -> str:
+        return f"[{self.n}]" if not self.from_end else f"[last-{self.n}]" if self.n else "[last]"
+
+
+_Leg = str | _Cell  # a member name or an array leg
+
+
+class _Diff(NamedTuple):
+    where: str  # "diff <index> (<OPERATION> '<path>')", for messages
+    operation: int
+    legs: list[_Leg]
+    value: Node
+
+
+class _PathError(Exception):
+    def __init__(self, why: str, at: int) -> None:
+        super().__init__(f"{why} at character {at}")
+
+
+def apply_json_diff(before: bytes, diff: bytes) -> str:
+    """The JSON text of ``before`` (binary JSON) changed by ``diff`` (a diff vector's body)."""
+    diffs = _read(diff)
+    where = "before image"
+    try:
+        box: list[Node] = [json_tree(before)]
+        for each in diffs:
+            where = f"{each.where}: before image"
+            _apply(box, each)
+        where = "before image"
+        return render(box[0])
+    except JsonBinaryError as exc:
+        raise JsonDiffError(f"{where}: {exc}") from exc
+
+
+def _read(diff: bytes) -> list[_Diff]:
+    """Every diff of the vector, checked as MySQL's read_binary does before applying any."""
+    out: list[_Diff] = []
+    at = 0
+    while at < len(diff):
+        where = f"diff {len(out)} at byte {at}"
+        operation = diff[at]
+        if operation > REMOVE:
+            raise JsonDiffError(f"{where}: unknown operation {operation} "
+                                "(0 REPLACE, 1 INSERT, 2 REMOVE)")
+        raw, at = _field(diff, at + 1, where, "path")
+        # bytes that are not UTF-8 become lone surrogates: no name has one, no token is one
+        path = raw.decode("utf-8", "surrogateescape")
+        where = f"diff {len(out)} ({('REPLACE', 'INSERT', 'REMOVE')[operation]} {path!r})"
+        try:
+            legs = _parse_path(path)
+        except _PathError as exc:
+            raise JsonDiffError(f"{where}: malformed path: {exc}") from exc
+        value: Node = ""
+        if operation != REMOVE:
+            raw, at = _field(diff, at, where, "value")
+            try:
+                value = json_tree(raw)
+                render(value)  # MySQL parses the value before applying anything
+            except JsonBinaryError as exc:
+                raise JsonDiffError(f"{where}: value: {exc}") from exc
+        out.append(_Diff(where, operation, legs, value))
+    return out
+
+
+def _field(data: bytes, at: int, where: str, what: str) -> tuple[bytes, int]:
+    """A packed length then that many bytes: (the bytes, offset after them)."""
+    if at >= len(data):
+        raise JsonDiffError(f"{where}: the {what}'s length is missing (diff vector ends)")
+    first = data[at]
+    width = 0 if first < 251 else _PACKED_WIDTHS.get(first)
+    if width is None:
+        raise JsonDiffError(f"{where}: bad packed length byte {first:#x} for the {what}")
+    if at + 1 + width > len(data):
+        raise JsonDiffError(f"{where}: the {what}'s length is truncated")
+    length = int.from_bytes(data[at + 1:at + 1 + width], "little") if width else first
+    start = at + 1 + width
+    if start + length > len(data):
+        raise JsonDiffError(f"{where}: the {what} needs {length} bytes, "
+                            f"{len(data) - start} are left")
+    return data[start:start + length], start + length
+
+
+def _skip(path: str, at: int) -> int:
+    while at < len(path) and path[at] in _SPACE:
+        at += 1
+    return at
+
+
+def _parse_path(path: str) -> list[_Leg]:
+    """MySQL's parse_path, for the paths a diff can hold (see the module docstring)."""
+    at = _skip(path, 0)
+    if not path.startswith("$", at):
+        raise _PathError("a path starts with $", at)
+    legs: list[_Leg] = []
+    at = _skip(path, at + 1)
+    while at < len(path):
+        if path[at] == ".":
+            at = _member(path, _skip(path, at + 1), legs)
+        elif path[at] == "[":
+            at = _cell(path, _skip(path, at + 1), legs)
+        elif path[at] == "*":
+            raise _PathError("wildcard ** (a diff's path names one value)", at)
+        else:
+            raise _PathError(f"unexpected {path[at]!r}", at)
+        at = _skip(path, at)
+    return legs
+
+
+def _member(path: str, at: int, legs: list[_Leg]) -> int:
+    if path.startswith("*", at):
+        raise _PathError("wildcard .* (a diff's path names one value)", at)
+    end = at
+    if path.startswith('"', at):
+        end += 1
+        while end < len(path) and path[end] != '"':
+            end += 2 if path[end] == "\\" else 1
+        if end >= len(path):
+            raise _PathError("unterminated quoted member name", at)
+        end += 1
+        quoted = path[at:end]
+    else:
+        while end < len(path) and path[end] not in _SPACE + "[.*":
+            end += 1
+        if end == at:
+            raise _PathError("member name missing", at)
+        quoted = f'"{path[at:end]}"'
+    try:
+        name = json.loads(quoted)
+        name.encode("utf-8")
+    except ValueError as exc:  # JSONDecodeError; UnicodeEncodeError (a lone surrogate)
+        raise _PathError(f"bad member name {path[at:end]!r} ({exc})", at) from exc
+    legs.append(name)
+    return end
+
+
+def _cell(path: str, at: int, legs: list[_Leg]) -> int:
+    """An array leg after its ``[``: ``n]``, ``last]`` or ``last-n]``."""
+    if path.startswith("*", at):
+        raise _PathError("wildcard [*] (a diff's path names one value)", at)
+    from_end = path.startswith("last", at)
+    at = _skip(path, at + 4) if from_end else at
+    digits = not from_end or path.startswith("-", at)
+    at = _skip(path, at + 1) if from_end and digits else at
+    end = at
+    while digits and end < len(path) and "0" <= path[end] <= "9":
+        end += 1
+    if digits and end == at:
+        raise _PathError("array index expected", at)
+    n = int(path[at:end]) if digits else 0
+    if n > _MAX_INDEX:
+        raise _PathError(f"array index {n} is above {_MAX_INDEX}", at)
+    at = _skip(path, end)
+    if path.startswith("to", at) and path[at - 1] in _SPACE:
+        raise _PathError("array range [m to n] (a diff's path names one value)", at)
+    if not path.startswith("]", at):
+        raise _PathError("] expected", at)
+    legs.append(_Cell(n, from_end))
+    return at + 1
+
+
+def _apply(box: list[Node], diff: _Diff) -> None:
+    if not diff.legs:
+        raise JsonDiffError(f"{diff.where}: MySQL applies no diff at the root path $")
+    parent = _seek(box, diff)
+    last = diff.legs[-1]
+    if diff.operation == INSERT:
+        if isinstance(parent, dict) and isinstance(last, str):
+            if last in parent:
+                raise JsonDiffError(f"{diff.where}: member {last!r} to insert already exists")
+            items = sorted([*parent.items(), (last, diff.value)],
+                           key=lambda item: (len(key := item[0].encode()), key))
+            parent.clear()
+            parent.update(items)
+        elif isinstance(parent, list) and isinstance(last, _Cell):
+            parent.insert(last.position(len(parent)), diff.value)
+        else:
+            raise JsonDiffError(f"{diff.where}: {_miss(parent, last, len(diff.legs))}")
+        return
+    slot = _slot(parent, last)
+    if slot is None:
+        raise JsonDiffError(f"{diff.where}: {_miss(parent, last, len(diff.legs))}")
+    if diff.operation == REPLACE:
+        parent[slot] = diff.value
+    else:
+        del parent[slot]
+
+
+def _seek(box: list[Node], diff: _Diff) -> Any:
+    """The value at the diff's path without its last leg, read (expanded) if a container."""
+    holder: Any = box
+    slot: int | str = 0
+    for number, leg in enumerate(diff.legs[:-1], start=1):
+        node = _open(holder, slot)
+        found = _slot(node, leg)
+        if found is None:
+            raise JsonDiffError(f"{diff.where}: {_miss(node, leg, number)}")
+        holder, slot = node, found
+    return _open(holder, slot)
+
+
+def _open(holder: Any, slot: int | str) -> Node:
+    node: Node = holder[slot]
+    if isinstance(node, Unread):
+        node = holder[slot] = expand(node)
+    return node
+
+
+def _slot(node: Node, leg: _Leg) -> int | str | None:
+    """Where ``leg`` points in ``node`` (seek_exact_path), or None: not there."""
+    if isinstance(leg, str):
+        return leg if isinstance(node, dict) and leg in node else None
+    if isinstance(node, list) and leg.n < len(node):
+        return leg.position(len(node))
+    return None
+
+
+def _miss(node: Node, leg: _Leg, number: int) -> str:
+    """Why leg ``number`` (1-based) found nothing in ``node``."""
+    shown = f"leg {number} " + (f".{json.dumps(leg, ensure_ascii=False)}"
+                                if isinstance(leg, str) else str(leg))
+    if isinstance(leg, str) and isinstance(node, dict):
+        return f"{shown}: no such member in the object"
+    if isinstance(leg, _Cell) and isinstance(node, list):
+        return f"{shown}: out of bounds of an array of {len(node)}"
+    found = ("an object" if isinstance(node, dict) else "an array" if isinstance(node, list)
+             else f"the scalar {node[:40]}")
+    return f"{shown}: needs {'an object' if isinstance(leg, str) else 'an array'}, found {found}"

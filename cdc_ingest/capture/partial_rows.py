@@ -1,0 +1,92 @@
+"""The rows of a MySQL ``PARTIAL_UPDATE_ROWS_EVENT`` (``binlog_row_value_options=PARTIAL_JSON``)
+as full before and after images.
+
+Each row is a before image (full, as ``binlog_row_image=FULL`` logs it), then the after image,
+which starts with ``value_options`` (a packed integer); when its bit 1 (PARTIAL_JSON_UPDATES)
+is set, a bitmap follows with one bit per JSON column of the after image (least significant
+bit first): a set bit means that column's value is a diff against the before image (see
+:mod:`cdc_ingest.capture.json_diff`), not a document. Then the usual null bitmap and values.
+
+Rare and small compared with ordinary rows events, these are decoded with the reference
+(Python) row decoder, JSON kept as binary until each after-document is rebuilt.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdc_ingest.capture.decoder import RowDecoder, RowPair, compile_decoder
+from cdc_ingest.capture.json_diff import apply_json_diff
+from cdc_ingest.capture.mysql_json import json_text
+from cdc_ingest.capture.schema import FieldType, TableSchema
+
+PARTIAL_JSON_UPDATES = 1
+
+
+class PartialJsonError(ValueError):
+    """A diff that cannot be applied exactly: ``column`` names the column."""
+
+    def __init__(self, column: str, cause: Exception) -> None:
+        super().__init__(f"column {column}: {cause}")
+        self.column = column
+        self.cause = cause
+
+
+def _keep_binary(data: bytes) -> bytes:
+    return bytes(data)
+
+
+def _packed(raw: bytes, at: int) -> tuple[int, int]:
+    first = raw[at]
+    if first < 0xFB:
+        return first, at + 1
+    width = {0xFC: 2, 0xFD: 3, 0xFE: 8}[first]
+    return int.from_bytes(raw[at + 1:at + 1 + width], "little"), at + 1 + width
+
+
+class PartialRows:
+    """Decodes partial update events, one image decoder per table layout."""
+
+    def __init__(self) -> None:
+        self._decoders: dict[tuple[object, ...], RowDecoder] = {}
+
+    def decode(self, schema: TableSchema, raw: bytes, off: int, end: int) -> list[RowPair]:
+        decode = self._decoders.get(schema.signature)
+        if decode is None:
+            decode = compile_decoder(schema, _keep_binary)  # type: ignore[arg-type]
+            self._decoders[schema.signature] = decode
+        json_columns = [i for i, c in enumerate(schema.columns) if c.type == FieldType.JSON]
+        rows: list[RowPair] = []
+        while off < end:
+            before, off = decode(raw, off)
+            options, off = _packed(raw, off)
+            partial = 0
+            if options & PARTIAL_JSON_UPDATES:
+                width = (len(json_columns) + 7) // 8
+                partial = int.from_bytes(raw[off:off + width], "little")
+                off += width
+            after, off = decode(raw, off)
+            for bit, i in enumerate(json_columns):
+                old, new = before[i], after[i]
+                before[i] = _text(old)
+                if partial >> bit & 1:
+                    after[i] = self._apply(schema, i, old, new)
+                else:
+                    after[i] = _text(new)
+            rows.append((before, after))
+        return rows
+
+    @staticmethod
+    def _apply(schema: TableSchema, i: int, old: Any, diff: Any) -> str:
+        column = schema.columns[i].name
+        if old is None or diff is None:
+            raise PartialJsonError(column, ValueError(
+                "a partial JSON update of a NULL document"))
+        try:
+            return apply_json_diff(old, diff)
+        except ValueError as exc:
+            raise PartialJsonError(column, exc) from exc
+
+
+def _text(value: Any) -> Any:
+    return None if value is None else json_text(value)
