@@ -186,3 +186,50 @@ def _compressed_transactions(server: Any) -> int:
                     "performance_schema.binary_log_transaction_compression_stats "
                     "WHERE log_type = 'BINARY' AND compression_type = 'ZSTD'")
         return int(cur.fetchone()[0])
+
+
+def test_sigkill_inside_a_compressed_transaction_resumes_exactly_once(
+    mysql: Any, kafka: Any, fresh_mysql_db: str, tmp_path: Path
+) -> None:
+    """A 100k-row compressed transaction, capture killed while it has committed only part of
+    it to the changelog: the restart writes the rest, each row once."""
+    rows = 100_000
+    with admin_conn(mysql, fresh_mysql_db) as conn, conn.cursor() as cur:
+        cur.execute("SET gtid_next = 'AUTOMATIC:t_start'")  # the start set has a tag
+        cur.execute("CREATE TABLE big (id INT PRIMARY KEY, v INT NOT NULL)")
+        cur.execute("SET gtid_next = 'AUTOMATIC'")
+    start = _variables(mysql, "gtid_executed")["gtid_executed"].replace("\n", "")
+    assert ":t_start:" in start
+    with admin_conn(mysql, fresh_mysql_db) as conn, conn.cursor() as cur:
+        cur.execute("SET SESSION binlog_transaction_compression = ON")
+        cur.execute("SET SESSION cte_max_recursion_depth = %s", (rows + 1,))
+        cur.execute("INSERT INTO big WITH RECURSIVE s (n) AS (SELECT 1 UNION ALL SELECT n + 1 "
+                    "FROM s WHERE n < %s) SELECT n, n * 7 FROM s", (rows,))
+        cur.execute("UPDATE big SET v = v + 1 WHERE id % 10 = 0")  # a second one, compressed
+    name = f"mybig-{fresh_mysql_db}"
+    config = write_pipeline(
+        tmp_path / "p.yaml", mysql, kafka, name, rf"{fresh_mysql_db}.big",
+        source={"scan.startup.mode": "specific-offset",
+                "scan.startup.specific-offset.gtid-set": start,
+                "capture.transaction.max-rows": 500})
+    log = tmp_path / "capture.log"
+    proc = start_capture(config, log)
+    try:
+        wait_for(lambda: changelog(kafka, name), 60, "the first committed part")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        at_kill = len(rows_of(changelog(kafka, name)))
+        assert 0 < at_kill < rows, f"killed after {at_kill} of {rows} rows: not inside"
+        proc = start_capture(config, log)
+        total = rows + rows // 10
+        records = wait_for(lambda: (r := changelog(kafka, name)) and len(rows_of(r)) >= total
+                           and r, 180, f"{total} row changes")
+    finally:
+        code = stop(proc)
+    assert code == 0, log.read_text()[-3000:]
+    changes = [(r["op"], r["pk"]["id"], r["after"]["v"]) for r in rows_of(records)]
+    assert len(changes) == total
+    assert sorted(c for c in changes if c[0] == "+I") == [
+        ("+I", i, i * 7) for i in range(1, rows + 1)]
+    assert sorted(c for c in changes if c[0] == "+U") == [
+        ("+U", i, i * 7 + 1) for i in range(10, rows + 1, 10)]
