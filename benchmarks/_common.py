@@ -30,12 +30,91 @@ from typing import Any
 import confluent_kafka
 import pymysql
 
-from cdc_ingest.services import KafkaBroker, MariaDB
+from cdc_ingest.mysql.flavor import Flavor
+from cdc_ingest.mysql.gtid import lacking
+from cdc_ingest.services import KafkaBroker, MariaDB, MySQL
 
 log = logging.getLogger("benchmarks")
 
 REPO = Path(__file__).resolve().parents[1]
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+# -- the server kind -----------------------------------------------------------------------
+
+
+def _rows_of(cur: Any) -> Callable[..., list[tuple[Any, ...]]]:
+    """``query(sql, args) -> rows`` over a pymysql cursor, as ``Flavor`` methods take it."""
+    def query(sql: str, args: Any = None) -> list[tuple[Any, ...]]:
+        cur.execute(sql, args)
+        return list(cur.fetchall())
+    return query
+
+
+def _mariadb_seqs(gtid_set: str | None) -> dict[str, int]:
+    """MariaDB ``domain-server-seq[,...]`` -> {domain: seq}."""
+    out: dict[str, int] = {}
+    for raw in (gtid_set or "").split(","):
+        part = raw.strip()
+        if part:
+            domain, _server, seq = part.split("-")
+            out[domain] = max(out.get(domain, 0), int(seq))
+    return out
+
+
+@dataclass(frozen=True)
+class SqlServer:
+    """What the benchmarks need to know of the server kind (``--server``): everything that
+    differs between MariaDB and MySQL, on top of the product's ``Flavor`` and GTID helpers."""
+
+    name: str  # "mariadb" | "mysql": the --server value and the results file suffix
+    label: str  # "MariaDB" | "MySQL"
+    process: str  # the server process's name: "<process> CPU during ..." figures
+    flavor: Flavor
+
+    @property
+    def mariadb(self) -> bool:
+        """``is_mariadb`` / ``mariadb`` of the binlog readers."""
+        return self.flavor.mariadb
+
+    def service(self, home: Path) -> MariaDB | MySQL:
+        """A private server of this kind (``cdc_ingest.services``) in ``home``."""
+        return MariaDB(home) if self.mariadb else MySQL(home)
+
+    def gtid_state(self, cur: Any) -> str:
+        """The GTID set of everything in the binlog now: MariaDB ``@@gtid_binlog_pos``
+        (``domain-server-seq``), MySQL the executed set (``uuid:1-n``, newlines removed)."""
+        return self.flavor.gtid_state(_rows_of(cur))
+
+    def binlog_position(self, cur: Any) -> tuple[str, int]:
+        """(file, position) of the binlog's end: ``SHOW MASTER STATUS`` (MariaDB), ``SHOW
+        BINARY LOG STATUS`` (MySQL 8.4+)."""
+        file, pos = self.flavor.binlog_status(_rows_of(cur))[:2]
+        return str(file), int(pos)
+
+    def gtid_reached(self, committed: str | None, target: str) -> bool:
+        """Whether the set ``committed`` covers ``target`` (a ``gtid_state``). MariaDB: every
+        domain's sequence number reached; MySQL: ``target`` lacks nothing ``committed`` has."""
+        if self.mariadb:
+            have = _mariadb_seqs(committed)
+            return all(have.get(domain, -1) >= seq
+                       for domain, seq in _mariadb_seqs(target).items())
+        return lacking(committed or "", target) == ""
+
+    def integers(self, cur: Any, db: str, n: int) -> str:
+        """A ``FROM`` item with the integers 1..n in column ``seq``: MariaDB's SEQUENCE engine
+        table ``seq_1_to_n``; on MySQL a recursive CTE in a derived table (this raises the
+        session's ``cte_max_recursion_depth`` on ``cur`` to fit)."""
+        if self.mariadb:
+            return f"{db}.seq_1_to_{n}"
+        cur.execute(f"SET SESSION cte_max_recursion_depth = {max(n, 1000)}")
+        return (f"(WITH RECURSIVE ints (seq) AS (SELECT 1 UNION ALL SELECT seq + 1 FROM ints"
+                f" WHERE seq < {n}) SELECT seq FROM ints) AS ints")
+
+
+MARIADB = SqlServer("mariadb", "MariaDB", "mariadbd", Flavor(mariadb=True))
+MYSQL = SqlServer("mysql", "MySQL", "mysqld", Flavor(mariadb=False))
+SERVERS = {s.name: s for s in (MARIADB, MYSQL)}
 
 
 # -- services ------------------------------------------------------------------------------
@@ -51,6 +130,7 @@ class Services:
     home: Path  # a temp folder for this run's files, removed at the end unless kept
     started: list[str] = field(default_factory=list)  # what this run started itself
     pids: dict[str, int] = field(default_factory=dict)  # server pids, when known
+    server: SqlServer = MARIADB  # the kind of server ``admin`` and ``cdc`` connect to
 
     @property
     def mysql_port(self) -> int:
@@ -73,19 +153,23 @@ def services(
     cdc_password: str = "cdc",
     kafka_bootstrap: str | None = None,
     keep_home: bool = False,
+    server: SqlServer = MARIADB,
 ) -> Iterator[Services]:
-    """MariaDB and Kafka: the given ones, or private ones in a temp home stopped at the end.
+    """``server`` (MariaDB or MySQL) and Kafka: the given ones, or private ones in a temp
+    home stopped at the end. A given server must be of the kind ``server`` names.
 
-    Stopping also happens on Ctrl-C and SIGTERM (turned into KeyboardInterrupt here).
+    Stopping also happens on Ctrl-C and SIGTERM (turned into KeyboardInterrupt here). A
+    private MySQL keeps its data inside the shared MySQL root (``cdc_ingest.services.mysql``):
+    it is deleted with the home, or kept with it.
     """
     home = Path(tempfile.mkdtemp(prefix="cdc-ingest-bench-"))
-    db: MariaDB | None = None
+    db: MariaDB | MySQL | None = None
     broker: KafkaBroker | None = None
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         if mysql_port is None:
-            db = MariaDB(home / "mariadb")
-            log.info("starting MariaDB in %s", db.home)
+            db = server.service(home / server.name)
+            log.info("starting %s in %s", server.label, db.home)
             db.start()
             admin, cdc = dict(db.admin), dict(db.cdc)
         else:
@@ -98,26 +182,43 @@ def services(
             log.info("starting Kafka in %s", broker.home)
             broker.start()
             kafka_bootstrap = broker.bootstrap
-        found = Services(admin, cdc, kafka_bootstrap, home)
+        _check_kind(admin, server)
+        found = Services(admin, cdc, kafka_bootstrap, home, server=server)
         if db is not None:
-            found.started.append(f"mariadb ({db.home})")
-            found.pids["mariadbd"] = _pid_of(db.pid_file) or 0
+            found.started.append(f"{server.name} ({db.home})")
+            found.pids[server.process] = _pid_of(db.pid_file) or 0
         if broker is not None:
             found.started.append(f"kafka {broker.version} ({broker.home})")
             found.pids["kafka"] = _pid_of(broker.pid_file) or 0
         yield found
     finally:
-        for server in (broker, db):
-            if server is not None:
+        for running in (broker, db):
+            if running is not None:
                 try:
-                    server.stop()
+                    if isinstance(running, MySQL):  # its data is in the root, not in home
+                        running.stop(wipe=not keep_home)
+                    else:
+                        running.stop()
                 except Exception:  # stop the other one all the same
-                    log.exception("could not stop %s", server.home)
+                    log.exception("could not stop %s", running.home)
         if keep_home:
             log.info("kept the service home %s", home)
+            if isinstance(db, MySQL):
+                log.info("MySQL's data is in %s (delete it when done)", db.server_dir)
         else:
             shutil.rmtree(home, ignore_errors=True)
         signal.signal(signal.SIGTERM, previous)
+
+
+def _check_kind(admin: dict[str, Any], server: SqlServer) -> None:
+    """Fail early when the server is not of the kind ``--server`` says."""
+    with mysql_conn(admin) as conn, conn.cursor() as cur:
+        cur.execute("SELECT VERSION()")
+        version = str(cur.fetchone()[0])
+    if Flavor.of(version).mariadb != server.mariadb:
+        raise SystemExit(f"the server on port {admin['port']} is {version}, not "
+                         f"{server.label}: pass --server "
+                         f"{'mariadb' if Flavor.of(version).mariadb else 'mysql'}")
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -555,8 +656,9 @@ def add_service_args(p: argparse.ArgumentParser, keep_home_help: str) -> None:
     """The options every benchmark shares: reuse running services, keep what it made."""
     p.add_argument("--mysql-host", default="127.0.0.1")
     p.add_argument("--mysql-port", type=int, default=None,
-                   help="use this MariaDB instead of starting one (database `bench` is dropped "
-                   "and recreated!)")
+                   help="use this server (MariaDB, or the kind --server names where a script "
+                   "has it) instead of starting one (database `bench` is dropped and "
+                   "recreated!)")
     p.add_argument("--mysql-root-password", default="root")
     p.add_argument("--mysql-user", default="cdc", help="the capture user (default cdc)")
     p.add_argument("--mysql-password", default="cdc")
@@ -580,5 +682,5 @@ def services_from_args(args: argparse.Namespace) -> Any:
         mysql_host=args.mysql_host, mysql_port=args.mysql_port,
         root_password=args.mysql_root_password, cdc_user=args.mysql_user,
         cdc_password=args.mysql_password, kafka_bootstrap=args.kafka_bootstrap,
-        keep_home=args.keep_home,
+        keep_home=args.keep_home, server=SERVERS[getattr(args, "server", MARIADB.name)],
     )

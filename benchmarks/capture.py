@@ -1,12 +1,14 @@
 """Capture throughput: binlog -> committed changelog records, against plain library decoding.
 
-    python benchmarks/capture.py [--rows 1000000] [--repeat 3] [--out FILE]
+    python benchmarks/capture.py [--server mariadb|mysql] [--rows 1000000] [--repeat 3]
 
 Writes a workload into ``bench.orders`` once (inserts, then updates of 20% of the rows, then
 deletes of 10%, in ~5000-row statements), then, once per repeat and over that same binlog
 range: runs ``cdc-ingest capture`` until its committed position covers the workload; reads
 the range with a plain python-mysql-replication ``BinLogStreamReader``; reads it with our own
-``BinlogReader`` (no Kafka). See benchmarks/README.md for what each figure means.
+``BinlogReader`` (no Kafka). Against MariaDB (default) or MySQL (``--server mysql``): what
+differs between them is ``_common.SqlServer``. See benchmarks/README.md for what each figure
+means.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from typing import Any
 
 import yaml
 from _common import (
+    MARIADB,
     REPO,
+    SERVERS,
     Measure,
     Services,
     Stopwatch,
@@ -123,19 +127,8 @@ def _row_sql(i: int) -> str:
     )
 
 
-def _gtid_pos(cur: Any) -> str:
-    cur.execute("SELECT @@GLOBAL.gtid_binlog_pos")
-    return str(cur.fetchone()[0] or "")
-
-
-def _master_status(cur: Any) -> tuple[str, int]:
-    cur.execute("SHOW MASTER STATUS")
-    file, pos = cur.fetchone()[:2]
-    return str(file), int(pos)
-
-
 def _binlog_bytes(cur: Any, start: tuple[str, int], end: tuple[str, int]) -> int | None:
-    """Bytes of binlog between two SHOW MASTER STATUS positions."""
+    """Bytes of binlog between two binlog positions (``SqlServer.binlog_position``)."""
     cur.execute("SHOW BINARY LOGS")
     sizes = {str(row[0]): int(row[1]) for row in cur.fetchall()}
     names = sorted(n for n in sizes if start[0] <= n <= end[0])
@@ -148,14 +141,15 @@ def _binlog_bytes(cur: Any, start: tuple[str, int], end: tuple[str, int]) -> int
 def make_workload(svc: Services, rows: int) -> Workload:
     """Recreate bench.orders and write the row changes; the GTIDs bound them in the binlog."""
     wl = Workload(rows)
+    server = svc.server
     conn = mysql_conn(svc.admin)
     try:
         with conn.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS {DB}")
             cur.execute(f"CREATE DATABASE {DB} CHARACTER SET utf8mb4")
             cur.execute(CREATE_TABLE)
-            wl.gtid_before = _gtid_pos(cur)
-            start = _master_status(cur)
+            wl.gtid_before = server.gtid_state(cur)
+            start = server.binlog_position(cur)
             conn.autocommit(False)
             with Stopwatch() as sw:
                 for lo in range(1, rows + 1, BATCH):
@@ -187,8 +181,8 @@ def make_workload(svc: Services, rows: int) -> Workload:
             wl.delete_s = sw.seconds
             log.info("deleted %d rows in %.1f s", wl.deleted, wl.delete_s)
             conn.autocommit(True)
-            wl.gtid_after = _gtid_pos(cur)
-            wl.binlog_bytes = _binlog_bytes(cur, start, _master_status(cur))
+            wl.gtid_after = server.gtid_state(cur)
+            wl.binlog_bytes = _binlog_bytes(cur, start, server.binlog_position(cur))
     finally:
         conn.close()
     return wl
@@ -200,25 +194,26 @@ BIG_TABLE = "big"
 def make_big_transaction(svc: Services, rows: int) -> Workload:
     """One MySQL transaction of ``rows`` inserts (one INSERT ... SELECT) into bench.big."""
     wl = Workload(rows)
+    server = svc.server
     conn = mysql_conn(svc.admin)
     try:
         with conn.cursor() as cur:
             cur.execute(f"DROP TABLE IF EXISTS {DB}.{BIG_TABLE}")
             cur.execute(f"CREATE TABLE {DB}.{BIG_TABLE} LIKE {DB}.{TABLE}")
-            wl.gtid_before = _gtid_pos(cur)
-            start = _master_status(cur)
+            wl.gtid_before = server.gtid_state(cur)
+            start = server.binlog_position(cur)
+            integers = server.integers(cur, DB, rows)
             with Stopwatch() as sw:
-                # seq_1_to_N: MariaDB's SEQUENCE engine
                 wl.inserted = cur.execute(
                     f"INSERT INTO {DB}.{BIG_TABLE} SELECT seq, seq % 100000, 'new', seq / 100,"
                     " CONCAT('order ', seq, ' in one big transaction'),"
                     " '2024-01-01 00:00:00.123456', '2024-01-01 00:00:00.123', seq % 128,"
-                    f" '{{\"sku\":\"x\"}}' FROM {DB}.seq_1_to_{rows}"
+                    f" '{{\"sku\":\"x\"}}' FROM {integers}"
                 )
                 conn.commit()
             wl.insert_s = sw.seconds
-            wl.gtid_after = _gtid_pos(cur)
-            wl.binlog_bytes = _binlog_bytes(cur, start, _master_status(cur))
+            wl.gtid_after = server.gtid_state(cur)
+            wl.binlog_bytes = _binlog_bytes(cur, start, server.binlog_position(cur))
     finally:
         conn.close()
     return wl
@@ -237,20 +232,10 @@ def server_version(svc: Services) -> str:
 # -- GTIDs -----------------------------------------------------------------------------------
 
 
-def _seqs(gtid_set: str | None) -> dict[str, int]:
-    """MariaDB ``domain-server-seq[,...]`` -> {domain: seq}."""
-    out: dict[str, int] = {}
-    for raw in (gtid_set or "").split(","):
-        part = raw.strip()
-        if part:
-            domain, _server, seq = part.split("-")
-            out[domain] = max(out.get(domain, 0), int(seq))
-    return out
-
-
 def gtid_reached(committed: str | None, target: str) -> bool:
-    have = _seqs(committed)
-    return all(have.get(domain, -1) >= seq for domain, seq in _seqs(target).items())
+    """MariaDB GTIDs only (pipeline.py and _debezium.py import it); this script asks
+    ``svc.server.gtid_reached``, which knows MySQL sets too."""
+    return MARIADB.gtid_reached(committed, target)
 
 
 # -- a. the capture process ----------------------------------------------------------------
@@ -319,7 +304,8 @@ def run_capture(
         )
     try:
         last: Position | None = None
-        progress_at, progress_rows = started, -1
+        progress_at = started
+        progress_rows: tuple[str | None, int] | int | None = -1  # -1: nothing seen yet
         while True:
             tick = time.perf_counter()
             if proc.poll() is not None:
@@ -331,7 +317,7 @@ def run_capture(
             now = time.perf_counter()
             if last is not None and first_commit is None:
                 first_commit = now - started
-            if last is not None and gtid_reached(last.gtid_set, wl.gtid_after):
+            if last is not None and svc.server.gtid_reached(last.gtid_set, wl.gtid_after):
                 seconds = now - started
                 break
             moved = (last.gtid_set, last.rows_done) if last else None
@@ -385,13 +371,21 @@ def run_capture(
 
 
 def library_decode(svc: Services, wl: Workload, server_id: int) -> dict[str, Any]:
-    """Plain BinLogStreamReader over the same range, every row of every rows event decoded.
+    """Plain BinLogStreamReader over the same range, every row of every rows event decoded
+    (``is_mariadb`` as the server is).
 
     ``blocking=True`` and a stop at the workload's row count: with ``blocking=False`` the
     library (1.0.17) never ends against MariaDB with ``auto_position`` - the server resets the
     non-blocking dump connection every few thousand rows and the library reconnects from the
-    original GTID, re-reading the range forever. Heartbeats (only sent while idle) let a
-    stalled stream fail instead of hanging.
+    original GTID, re-reading the range forever. Against MySQL 9.7 ``blocking=False`` does end,
+    after exactly the workload's rows and in the same time (tried at 26,000 and 260,000 row
+    changes); the measure stays the same on both servers so that they compare. Heartbeats
+    (only sent while idle) let a stalled stream fail instead of hanging.
+
+    Not quite the bare library: importing ``cdc_ingest.capture.binlog`` (for measure c) has
+    taught it MySQL 8.3+ GTID sets in the dump request and VECTOR columns in TableMap events
+    (``cdc_ingest.capture.binlog_library``): a small step per TableMap event, not the row
+    decoding measured here.
     """
     settings = {"host": svc.cdc["host"], "port": svc.mysql_port, "user": svc.cdc["user"],
                 "password": svc.cdc["password"]}
@@ -401,7 +395,7 @@ def library_decode(svc: Services, wl: Workload, server_id: int) -> dict[str, Any
             connection_settings=settings,
             server_id=server_id,
             blocking=True,
-            is_mariadb=True,
+            is_mariadb=svc.server.mariadb,
             auto_position=wl.gtid_before,
             only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, HeartbeatLogEvent],
             only_schemas=[DB],
@@ -442,7 +436,7 @@ def our_decode(svc: Services, wl: Workload, server_id: int) -> dict[str, Any]:
         reader = BinlogReader(
             settings, server_id, Position(gtid_set=wl.gtid_before),
             captured=lambda db, table: db == DB, catalog=catalog.table_facts,
-            mariadb=True, heartbeat_seconds=1.0,
+            mariadb=svc.server.mariadb, heartbeat_seconds=1.0,
         )
         try:
             progress_at = time.monotonic()
@@ -535,7 +529,7 @@ def measures_of(runs: list[dict[str, Any]], with_ours: bool) -> list[Measure]:
         Measure("capture peak RSS", "MiB", samples("capture", "peak_rss_bytes", 2**20),
                 digits=0, note="VmHWM of the capture process"),
     ]
-    for server in ("kafka", "mariadbd"):
+    for server in ("kafka", *(s.process for s in SERVERS.values())):
         values = [r["capture"]["server_cpu_s"][server] for r in runs
                   if server in r.get("capture", {}).get("server_cpu_s", {})]
         if values:
@@ -552,8 +546,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="rows inserted; 20%% are then updated and 10%% deleted "
                    "(default %(default)s)")
     p.add_argument("--repeat", type=int, default=3, help="measurements of each kind (default 3)")
-    p.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "capture.json",
-                   help="JSON results file (default %(default)s)")
+    p.add_argument("--server", choices=sorted(SERVERS), default=MARIADB.name,
+                   help="the binlog source: a private MariaDB, or the project's local Oracle "
+                   "MySQL 9.7 (cdc_ingest.services.MySQL); with --mysql-port, the kind of that "
+                   "server (default %(default)s)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="JSON results file (default benchmarks/results/capture.json, "
+                   "capture-mysql.json with --server mysql)")
     p.add_argument("--no-decoder", action="store_true",
                    help="skip measure c (our BinlogReader alone)")
     p.add_argument("--no-reference", action="store_true",
@@ -567,8 +566,16 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def results_path(server: str) -> Path:
+    """The default --out: one file per server kind, MariaDB's keeps its old name."""
+    suffix = "" if server == MARIADB.name else f"-{server}"
+    return REPO / "benchmarks" / "results" / f"capture{suffix}.json"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.out is None:
+        args.out = results_path(args.server)
     setup_logging()
     wall = time.perf_counter()
     run_id = secrets.token_hex(3)
@@ -642,13 +649,14 @@ def main(argv: list[str] | None = None) -> int:
     ratio_of = ratios(measures)
     print(f"\ncapture benchmark: {wl.changes:,} row changes ({wl.inserted:,} inserts, "
           f"{wl.updated:,} updates, {wl.deleted:,} deletes), {args.repeat} repeat(s), "
-          f"{machine_info()['nproc']} CPUs")
+          f"{machine_info()['nproc']} CPUs, {svc.server.label} {version}")
     print(table(measures, "vs library decode"))
     print(f"\ntotal wall time {total:.0f} s (workload written in "
           f"{wl.insert_s + wl.update_s + wl.delete_s:.0f} s)")
     write_json(args.out, {
         "benchmark": "capture",
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "server": {"name": svc.server.name, "label": svc.server.label, "version": version},
         "config": {
             "rows": args.rows, "repeats": args.repeat, "statement_rows": BATCH,
             "pipeline_parallelism": PARALLELISM, "poll_s": POLL_S,
