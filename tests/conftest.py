@@ -8,6 +8,9 @@ forces the local services even when Docker is there.
 The ``mysql`` fixture is always the local Oracle MySQL 9.7 (``cdc_ingest.services.MySQL``, run
 chrooted in ``<cache>/mysql-root``, which ``scripts/setup.sh`` builds), started only by the
 tests that ask for it.
+
+``source`` / ``fresh_source_db`` run a test once per flavour (ids ``[mariadb]``, ``[mysql]``):
+what differs between the two servers is in ``tests/integration/flavors.py``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from testcontainers.community.mysql import MySqlContainer
 from cdc_ingest.services import KafkaBroker, MariaDB, MySQL
 from cdc_ingest.services._kafka_probe import wait_until_ready
 from cdc_ingest.sink.writer import close_clients
+from tests.integration.flavors import FLAVORS, Source
 
 INTEGRATION_DIR = Path(__file__).parent / "integration"
 
@@ -146,6 +150,19 @@ def fresh_db(mariadb: MySqlServer) -> Iterator[str]:
 def fresh_mysql_db(mysql: MySQL) -> Iterator[str]:
     """``fresh_db`` on the ``mysql`` fixture's server."""
     yield from _fresh_database(mysql)
+
+
+@pytest.fixture(params=FLAVORS)
+def source(request: pytest.FixtureRequest) -> Source:
+    """The ``mariadb`` or the ``mysql`` server, one test run each, with its flavour's facts
+    (``tests.integration.flavors.Source``)."""
+    return Source(request.getfixturevalue(request.param))
+
+
+@pytest.fixture
+def fresh_source_db(source: Source) -> Iterator[str]:
+    """``fresh_db`` on the ``source`` fixture's server."""
+    yield from _fresh_database(source)
 
 
 def _fresh_database(server: MySqlServer) -> Iterator[str]:

@@ -23,20 +23,24 @@ class ReplicaTakenOver(SourceError):
 def stream_error(exc: Exception, start: Position, server_id: int) -> SourceError:
     """The error for a binlog stream the server ended (``exc``: pymysql's OperationalError)."""
     code = exc.args[0] if exc.args else None
-    if code == ER_MASTER_FATAL_ERROR_READING_BINLOG:
-        return PositionPurgedError(
-            f"MySQL cannot send the binlog from position {start.describe()!r}: "
-            f"{exc.args[1] if len(exc.args) > 1 else exc}. The binlog files it needs "
-            "were purged (or the position never existed). Fix: start again with "
-            "scan.startup.mode: latest-offset (changes made while capture was away are "
-            "then missed; re-snapshot to get them), or restore the binlog files; "
-            "raise binlog_expire_logs_seconds so it does not happen again.")
-    if code == ER_SLAVE_SAME_ID:
+    message = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
+    # MySQL ends the older stream with 1236 too, naming the reason:
+    # "A replica with the same server_uuid/server_id as this replica has connected ..."
+    if code == ER_SLAVE_SAME_ID or (code == ER_MASTER_FATAL_ERROR_READING_BINLOG
+                                    and "same server_uuid/server_id" in message):
         return ReplicaTakenOver(
             f"another replica connected to MySQL with server-id {server_id}, so "
             "MySQL dropped this capture's binlog stream. Fix: if it is a second "
             "instance of this pipeline, run only one; otherwise give each pipeline (and "
             "each replica) its own source.server-id.")
+    if code == ER_MASTER_FATAL_ERROR_READING_BINLOG:
+        return PositionPurgedError(
+            f"MySQL cannot send the binlog from position {start.describe()!r}: "
+            f"{message}. The binlog files it needs "
+            "were purged (or the position never existed). Fix: start again with "
+            "scan.startup.mode: latest-offset (changes made while capture was away are "
+            "then missed; re-snapshot to get them), or restore the binlog files; "
+            "raise binlog_expire_logs_seconds so it does not happen again.")
     return SourceError(f"binlog stream failed: {exc}")
 
 

@@ -13,15 +13,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pymysql
 import yaml
 
 from cdc_ingest.kafka import read_topic
+from tests.integration.flavors import gtid_now
+
+__all__ = ["changelog", "cli", "gtid_now", "rows_of", "sink_topic", "start_capture",
+           "start_command", "stop", "wait_for", "write_pipeline"]
 
 
 def write_pipeline(
     path: Path,
-    mariadb: Any,
+    server: Any,
     kafka: Any,
     name: str,
     tables: str,
@@ -31,12 +34,12 @@ def write_pipeline(
     sink: dict[str, Any] | None = None,
     routes: list[dict[str, Any]] | None = None,
 ) -> Path:
-    creds = mariadb.cdc if user == "cdc" else {"user": user, "password": user}
+    creds = server.cdc if user == "cdc" else {"user": user, "password": user}
     doc = {
         "source": {
             "type": "mysql",
             "hostname": "127.0.0.1",
-            "port": mariadb.port,
+            "port": server.port,
             "username": creds["user"],
             "password": "${TEST_MYSQL_PASSWORD}",
             "tables": tables,
@@ -87,16 +90,6 @@ def stop(proc: subprocess.Popen[bytes], timeout: float = 30) -> int:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
     return proc.wait(timeout)
-
-
-def gtid_now(mariadb: Any) -> str:
-    conn = pymysql.connect(**mariadb.admin)
-    try:
-        with conn.cursor() as cur:
-            cur.execute("SELECT @@GLOBAL.gtid_binlog_pos")
-            return str(cur.fetchone()[0])
-    finally:
-        conn.close()
 
 
 def changelog(

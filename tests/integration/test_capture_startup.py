@@ -11,6 +11,7 @@ from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer, read_topic
 from cdc_ingest.model import Position
 from tests.conftest import admin_conn
+from tests.integration.flavors import Source, binlog_head, insert_sequence
 from tests.integration.pipeline_helpers import (
     changelog,
     gtid_now,
@@ -26,23 +27,17 @@ def _ids(records: list[dict[str, Any]]) -> list[int]:
     return [r["pk"]["id"] for r in rows_of(records)]
 
 
-def _master_status(conn: Any) -> tuple[str, int]:
-    with conn.cursor() as cur:
-        cur.execute("SHOW MASTER STATUS")
-        row = cur.fetchone()
-    return str(row[0]), int(row[1])
-
-
 def test_specific_offset_by_file_and_position_and_by_timestamp(
-    mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Path
+    source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
 ) -> None:
-    conn = admin_conn(mariadb, fresh_db)
+    fresh_db = fresh_source_db
+    conn = admin_conn(source, fresh_db)
     with conn.cursor() as cur:
         cur.execute("CREATE TABLE s (id INT PRIMARY KEY)")
         cur.execute("INSERT INTO s VALUES (1)")
     conn.commit()
     time.sleep(1.1)  # binlog timestamps have second resolution
-    file, pos = _master_status(conn)
+    file, pos = binlog_head(source)
     millis = int(time.time() * 1000)
     with conn.cursor() as cur:
         cur.execute("INSERT INTO s VALUES (2)")
@@ -56,7 +51,7 @@ def test_specific_offset_by_file_and_position_and_by_timestamp(
         ("ts", {"scan.startup.mode": "timestamp", "scan.startup.timestamp-millis": millis}),
     ):
         name = f"start-{mode}-{fresh_db}"
-        config = write_pipeline(tmp_path / f"{mode}.yaml", mariadb, kafka, name,
+        config = write_pipeline(tmp_path / f"{mode}.yaml", source, kafka, name,
                                 rf"{fresh_db}.s", source=options)
         proc = start_capture(config, tmp_path / f"{mode}.log")
         try:
@@ -70,14 +65,15 @@ def test_specific_offset_by_file_and_position_and_by_timestamp(
 
 
 def test_idle_capture_still_advances_its_committed_position(
-    mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Path
+    source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
 ) -> None:
-    conn = admin_conn(mariadb, fresh_db)
+    fresh_db = fresh_source_db
+    conn = admin_conn(source, fresh_db)
     with conn.cursor() as cur:
         cur.execute("CREATE TABLE captured (id INT PRIMARY KEY)")
         cur.execute("CREATE TABLE other (id INT PRIMARY KEY)")
     name = f"idle-{fresh_db}"
-    config = write_pipeline(tmp_path / "idle.yaml", mariadb, kafka, name,
+    config = write_pipeline(tmp_path / "idle.yaml", source, kafka, name,
                             rf"{fresh_db}.captured")
     log = tmp_path / "capture.log"
     proc = start_capture(config, log)
@@ -88,9 +84,7 @@ def test_idle_capture_still_advances_its_committed_position(
             for i in range(5):
                 cur.execute("INSERT INTO other VALUES (%s)", (i,))
                 conn.commit()
-        with conn.cursor() as cur:
-            cur.execute("SELECT @@GLOBAL.gtid_binlog_pos")
-            head = cur.fetchone()[0]
+        head = gtid_now(source)
         # only other tables changed, yet the committed position reaches the binlog head
         saved = wait_for(lambda: (p := store.load()) and p.gtid_set == head and p,
                          timeout=30, what=f"committed position {head}")
@@ -108,24 +102,25 @@ def _positions(kafka: Any, name: str) -> list[Position]:
 
 
 def test_a_large_transaction_spans_kafka_transactions_and_resumes_inside(
-    mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Path
+    source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
 ) -> None:
-    conn = admin_conn(mariadb, fresh_db)
+    fresh_db = fresh_source_db
+    conn = admin_conn(source, fresh_db)
     with conn.cursor() as cur:
         cur.execute("CREATE TABLE big (id INT PRIMARY KEY, v VARCHAR(20))")
-    start = gtid_now(mariadb)
+    start = gtid_now(source)
     with conn.cursor() as cur:  # one MySQL transaction of 2,500 rows
-        cur.execute("INSERT INTO big SELECT seq, CONCAT('v', seq) FROM seq_1_to_2500")
+        insert_sequence(cur, "big", "seq, CONCAT('v', seq)", 1, 2500)
     conn.commit()
     conn.close()
-    source = {"scan.startup.mode": "specific-offset",
-              "scan.startup.specific-offset.gtid-set": start,
-              "capture.transaction.max-rows": 1000}
+    options = {"scan.startup.mode": "specific-offset",
+               "scan.startup.specific-offset.gtid-set": start,
+               "capture.transaction.max-rows": 1000}
 
     # 1. From the start: three Kafka transactions (1000, 1000, 500 rows), rows #1..#2500.
     first = f"bigtx-{fresh_db}"
-    config = write_pipeline(tmp_path / "a.yaml", mariadb, kafka, first, f"{fresh_db}.big",
-                            source=source, pipeline={"parallelism": 1})
+    config = write_pipeline(tmp_path / "a.yaml", source, kafka, first, f"{fresh_db}.big",
+                            source=options, pipeline={"parallelism": 1})
     proc = start_capture(config, tmp_path / "a.log")
     try:
         records = wait_for(lambda: (r := rows_of(changelog(kafka, first))) and len(r) >= 2500
@@ -151,8 +146,8 @@ def test_a_large_transaction_spans_kafka_transactions_and_resumes_inside(
     store.produce(producer, resume)
     producer.commit()
     producer.close()
-    config = write_pipeline(tmp_path / "b.yaml", mariadb, kafka, second, f"{fresh_db}.big",
-                            source=source, pipeline={"parallelism": 1})
+    config = write_pipeline(tmp_path / "b.yaml", source, kafka, second, f"{fresh_db}.big",
+                            source=options, pipeline={"parallelism": 1})
     proc = start_capture(config, tmp_path / "b.log")
     try:
         rest = wait_for(lambda: (r := rows_of(changelog(kafka, second))) and len(r) >= 1266

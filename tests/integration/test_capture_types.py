@@ -1,4 +1,7 @@
-"""Every column type through the binlog into the changelog, compared with a fixture file."""
+"""Every column type through the binlog into the changelog, compared with a fixture file.
+
+On both flavours; MySQL's table has two more columns (VECTOR, and JSON holding opaque and
+double values: ``flavors.MYSQL``) and its own reviewed fixture."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from typing import Any
 import orjson
 
 from tests.conftest import admin_conn
+from tests.integration.flavors import Source, facts_of
 from tests.integration.pipeline_helpers import (
     changelog,
     gtid_now,
@@ -19,8 +23,6 @@ from tests.integration.pipeline_helpers import (
     wait_for,
     write_pipeline,
 )
-
-FIXTURE = Path(__file__).parent / "fixtures" / "all_types.expected.jsonl"
 
 DDL = """
 CREATE TABLE all_types (
@@ -32,7 +34,7 @@ CREATE TABLE all_types (
  dtm6 DATETIME(6), ts TIMESTAMP NULL, ts3 TIMESTAMP(3) NULL, ts6 TIMESTAMP(6) NULL, yr YEAR,
  ch CHAR(5), vc VARCHAR(300), tx TEXT, mtx MEDIUMTEXT, lat VARCHAR(20) CHARACTER SET latin1,
  bn BINARY(4), vb VARBINARY(10), bl BLOB, lbl LONGBLOB, js JSON,
- en ENUM('a','b','c'), st SET('x','y','z'), g GEOMETRY, p POINT
+ en ENUM('a','b','c'), st SET('x','y','z'), g GEOMETRY, p POINT{extra}
 ) DEFAULT CHARSET=utf8mb4
 """
 
@@ -58,6 +60,18 @@ ROWS = [
      '', '', '', '', '', x'', x'', x'', x'', '[]', 'c', '', POINT(0, 0), POINT(-180, 90))""",
 ]
 
+
+def all_types_ddl(server: Any) -> str:
+    """The all-types table of the server's flavour."""
+    return DDL.format(extra=facts_of(server).all_types_columns)
+
+
+def all_types_rows(server: Any) -> list[str]:
+    """The ``VALUES`` tuples of ROWS with the flavour's extra columns."""
+    extra = facts_of(server).all_types_values
+    return [f"{row.rstrip()[:-1]}{more})" for row, more in zip(ROWS, extra, strict=True)]
+
+
 ZERO_DATES = """INSERT INTO all_types (id, dt, dtm, dtm6, ts, yr, en, st)
  VALUES (4, '0000-00-00', '0000-00-00 00:00:00', '0000-00-00 00:00:00.000000',
  '0000-00-00 00:00:00', 0, '', '')"""
@@ -77,16 +91,16 @@ def _exact(value: Any) -> Any:
     return value
 
 
-def fill_all_types(mariadb: Any, db: str) -> str:
+def fill_all_types(server: Any, db: str) -> str:
     """Create the all-types table and write its rows, a zero-date row, an update and a
     delete; returns the GTID position before the first row."""
-    conn = admin_conn(mariadb, db)
+    conn = admin_conn(server, db)
     with conn.cursor() as cur:
-        cur.execute(DDL)
-    start = gtid_now(mariadb)
+        cur.execute(all_types_ddl(server))
+    start = gtid_now(server)
     with conn.cursor() as cur:
         cur.execute("SET time_zone = '+00:00'")
-        for row in ROWS:
+        for row in all_types_rows(server):
             cur.execute(f"INSERT INTO all_types VALUES {row}")
         cur.execute("SET SESSION sql_mode = ''")
         cur.execute(ZERO_DATES)
@@ -98,12 +112,14 @@ def fill_all_types(mariadb: Any, db: str) -> str:
 
 
 def test_every_column_type_maps_to_the_expected_json(
-    mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Path
+    source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
 ) -> None:
-    start = fill_all_types(mariadb, fresh_db)
+    fresh_db = fresh_source_db
+    start = fill_all_types(source, fresh_db)
+    fixture = source.facts.all_types_fixture
 
     config = write_pipeline(
-        tmp_path / "types.yaml", mariadb, kafka, f"types-{fresh_db}", f"{fresh_db}.all_types",
+        tmp_path / "types.yaml", source, kafka, f"types-{fresh_db}", f"{fresh_db}.all_types",
         source={"scan.startup.mode": "specific-offset",
                 "scan.startup.specific-offset.gtid-set": start},
         pipeline={"parallelism": 1},  # one partition: offset order is binlog order
@@ -123,10 +139,10 @@ def test_every_column_type_maps_to_the_expected_json(
         for r in records
     ]
     if os.environ.get("CDC_INGEST_WRITE_FIXTURES") == "1":  # after a reviewed change only
-        FIXTURE.write_bytes(b"".join(orjson.dumps(_exact(g)) + b"\n" for g in got))
+        fixture.write_bytes(b"".join(orjson.dumps(_exact(g)) + b"\n" for g in got))
     expected = [
         json.loads(line, parse_float=Num)
-        for line in FIXTURE.read_text().splitlines() if line.strip()
+        for line in fixture.read_text().splitlines() if line.strip()
     ]
     assert len(got) == len(expected)
     for g, e in zip(got, expected, strict=True):

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.integration.flavors import Source
 from tests.integration.pipeline_helpers import (
     gtid_now,
     sink_topic,
@@ -54,21 +55,21 @@ def _is_subsequence(needle: list[Any], haystack: list[Any]) -> bool:
 
 
 def test_kills_lose_nothing_and_exactly_once_duplicates_nothing(
-    mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Path
+    source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
 ) -> None:
     seed = int(os.environ.get("CDC_INGEST_TEST_SEED", random.randrange(1 << 30)))
     print(f"workload seed {seed}")
     rng = random.Random(seed)
-    db = fresh_db
+    db = fresh_source_db
     # paced so that writes go on across the kills and sink restarts (Spark takes ~20 s)
-    workload = Workload(mariadb.admin, db, seed, target_rows=50_000, pause_s=0.1)
+    workload = Workload(source.admin, db, seed, target_rows=50_000, pause_s=0.1)
     workload.create_tables()
     eos_topics = {"ka": f"{db}-ka", "kb": f"{db}.kb"}  # kb: no route, default topic
     alo_topics = {"ka": f"{db}-ka-alo", "kb": f"{db}-kb-alo"}
     eos = write_pipeline(
-        tmp_path / "eos.yaml", mariadb, kafka, f"eos-{db}", rf"{db}.k[ab]",
+        tmp_path / "eos.yaml", source, kafka, f"eos-{db}", rf"{db}.k[ab]",
         source={"scan.startup.mode": "specific-offset",
-                "scan.startup.specific-offset.gtid-set": gtid_now(mariadb),
+                "scan.startup.specific-offset.gtid-set": gtid_now(source),
                 "capture.transaction.max-rows": 500,
                 "capture.transaction.max-interval": "300ms"},
         sink={"sink.delivery-guarantee": "exactly-once"},
@@ -76,7 +77,7 @@ def test_kills_lose_nothing_and_exactly_once_duplicates_nothing(
     )
     # a second sink on the same changelog, at-least-once
     alo = write_pipeline(
-        tmp_path / "alo.yaml", mariadb, kafka, f"alo-{db}", rf"{db}.k[ab]",
+        tmp_path / "alo.yaml", source, kafka, f"alo-{db}", rf"{db}.k[ab]",
         sink={"sink.delivery-guarantee": "at-least-once"},
         pipeline={"changelog.topic": f"cdc-ingest.eos-{db}.changelog"},
         routes=[{"source-table": rf"{db}.ka", "sink-table": alo_topics["ka"]},

@@ -2,7 +2,8 @@
 
 The all-types sink messages are compared, as raw bytes, with a reviewed fixture, and that
 fixture is checked against the changelog fixture of test_capture_types so the two cannot
-drift apart: a sink value is byte for byte the changelog record's ``after``.
+drift apart: a sink value is byte for byte the changelog record's ``after``. Both flavours
+(each has its fixture pair); supervision does not depend on the server and runs on MariaDB.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from tests.conftest import admin_conn
+from tests.integration.flavors import MARIADB, MYSQL, Facts, Source
 from tests.integration.pipeline_helpers import (
     sink_topic,
     start_command,
@@ -25,9 +28,8 @@ from tests.integration.pipeline_helpers import (
     wait_for,
     write_pipeline,
 )
-from tests.integration.test_capture_types import FIXTURE, fill_all_types
+from tests.integration.test_capture_types import fill_all_types
 
-SINK_FIXTURE = Path(__file__).parent / "fixtures" / "all_types.sink.expected.jsonl"
 DB = "<db>"  # the fixture's stand-in for the per-test database name
 
 
@@ -52,25 +54,27 @@ def _raw_member(line: str, name: str) -> str | None:
     raise KeyError(name)
 
 
-def _changelog_fixture() -> list[dict[str, Any]]:
+def _changelog_fixture(facts: Facts) -> list[dict[str, Any]]:
     """test_capture_types' records: op, and pk / after as their exact text."""
-    lines = [line for line in FIXTURE.read_text().splitlines() if line.strip()]
+    lines = [line for line in facts.all_types_fixture.read_text().splitlines() if line.strip()]
     return [{"op": json.loads(line)["op"], "pk": _raw_member(line, "pk"),
              "after": _raw_member(line, "after")} for line in lines]
 
 
-def _sink_fixture() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in SINK_FIXTURE.read_text().splitlines() if line.strip()]
+def _sink_fixture(facts: Facts) -> list[dict[str, Any]]:
+    text = facts.all_types_sink_fixture.read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def test_sink_fixture_is_the_changelog_fixture_as_upserts() -> None:
+@pytest.mark.parametrize("facts", [MARIADB, MYSQL], ids=lambda f: f.name)
+def test_sink_fixture_is_the_changelog_fixture_as_upserts(facts: Facts) -> None:
     """Each sink message = the changelog record's pk as key and `after` as value, byte for
     byte; a delete is a tombstone. Needs no services: it only reads the two fixtures."""
-    _assert_fixtures_correspond()
+    _assert_fixtures_correspond(facts)
 
 
-def _assert_fixtures_correspond() -> None:
-    changelog, sink = _changelog_fixture(), _sink_fixture()
+def _assert_fixtures_correspond(facts: Facts) -> None:
+    changelog, sink = _changelog_fixture(facts), _sink_fixture(facts)
     assert len(sink) == len(changelog) == 6
     for c, s in zip(changelog, sink, strict=True):
         assert s["key"] == c["pk"], (s["key"], c["pk"])
@@ -83,13 +87,14 @@ def _assert_fixtures_correspond() -> None:
 
 
 def test_all_types_yield_fixed_key_value_json_in_the_sink_topic(
-    mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Path
+    source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
 ) -> None:
-    db = fresh_db
-    start = fill_all_types(mariadb, db)
+    db = fresh_source_db
+    start = fill_all_types(source, db)
+    facts = source.facts
 
     config = write_pipeline(
-        tmp_path / "types.yaml", mariadb, kafka, f"sink-types-{db}", f"{db}.all_types",
+        tmp_path / "types.yaml", source, kafka, f"sink-types-{db}", f"{db}.all_types",
         source={"scan.startup.mode": "specific-offset",
                 "scan.startup.specific-offset.gtid-set": start},
         # one sink partition too: offset order is binlog order
@@ -113,8 +118,8 @@ def test_all_types_yield_fixed_key_value_json_in_the_sink_topic(
     ]
     assert all(len(m.headers) == 3 for m in messages)  # no header twice
     if os.environ.get("CDC_INGEST_WRITE_FIXTURES") == "1":  # after a reviewed change only
-        SINK_FIXTURE.write_bytes(b"".join(orjson.dumps(g) + b"\n" for g in got))
-    expected = _sink_fixture()
+        facts.all_types_sink_fixture.write_bytes(b"".join(orjson.dumps(g) + b"\n" for g in got))
+    expected = _sink_fixture(facts)
     assert len(got) == len(expected), [g["key"] for g in got]
     for g, e in zip(got, expected, strict=True):
         assert g == e, f"message for key {e['key']} differs"
@@ -123,7 +128,7 @@ def test_all_types_yield_fixed_key_value_json_in_the_sink_topic(
     for text in ('"biu":18446744073709551615', '"d":0.50', '"f":3.4028235e+38',
                  '"dbig":-12345678901234567890123456789012345.123456789012345678901234567891'):
         assert text in values, text
-    _assert_fixtures_correspond()  # so a rewritten sink fixture cannot drift either
+    _assert_fixtures_correspond(facts)  # so a rewritten sink fixture cannot drift either
 
 
 # -- supervision ----------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""The initial snapshot under concurrent writes, SIGKILLs and row locks."""
+"""The initial snapshot under concurrent writes, SIGKILLs and row locks, on both flavours
+(MariaDB's snapshot watermarks are GTIDs, MySQL's binlog positions)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pymysql
 
 from cdc_ingest.capture.positions import PositionStore
 from tests.conftest import admin_conn
+from tests.integration.flavors import Source, gtid_now, insert_sequence
 from tests.integration.pipeline_helpers import (
     changelog,
     start_capture,
@@ -31,10 +33,8 @@ def _fill(conn: Any, table: str, rows: int) -> None:
                     "note VARCHAR(40), at DATETIME(3))")
         step = 20_000
         for start in range(1, rows + 1, step):
-            cur.execute(
-                f"INSERT INTO {table} SELECT seq, 0, CONCAT('n', seq), '2024-01-01 00:00:00.5' "
-                f"FROM seq_{start}_to_{min(start + step - 1, rows)}"
-            )
+            insert_sequence(cur, table, "seq, 0, CONCAT('n', seq), '2024-01-01 00:00:00.5'",
+                            start, min(start + step - 1, rows))
 
 
 class Writer:
@@ -93,20 +93,21 @@ def _state_after(changes: list[tuple[str, int | None]], initial: int | None) -> 
 
 
 def test_snapshot_under_writes_and_sigkills_is_exact(
-    mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Path
+    source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
 ) -> None:
+    fresh_db = fresh_source_db
     seed = int(os.environ.get("CDC_INGEST_TEST_SEED", random.randrange(1 << 30)))
     print(f"seed {seed}")
     rng = random.Random(seed)
-    conn = admin_conn(mariadb, fresh_db)
+    conn = admin_conn(source, fresh_db)
     _fill(conn, "big", ROWS)
     name = f"snap-{fresh_db}"
     config = write_pipeline(
-        tmp_path / "snap.yaml", mariadb, kafka, name, rf"{fresh_db}.big",
+        tmp_path / "snap.yaml", source, kafka, name, rf"{fresh_db}.big",
         source={"scan.startup.mode": "initial"},
     )
     log = tmp_path / "capture.log"
-    writer = Writer(mariadb.admin, fresh_db, "big", ROWS, seed, rate=400)
+    writer = Writer(source.admin, fresh_db, "big", ROWS, seed, rate=400)
     thread = threading.Thread(target=writer.run, daemon=True)
     proc = start_capture(config, log)
     thread.start()
@@ -125,9 +126,7 @@ def test_snapshot_under_writes_and_sigkills_is_exact(
         thread.join(30)
         assert writer.error is None, writer.error
         expected_total = len(writer.live)
-        with conn.cursor() as cur:
-            cur.execute("SELECT @@GLOBAL.gtid_binlog_pos")
-            head = cur.fetchone()[0]
+        head = gtid_now(source)
         wait_for(lambda: head in log.read_text() or _committed(kafka, name, head),
                  timeout=120, what="capture caught up")
     finally:
@@ -170,18 +169,21 @@ def _committed(kafka: Any, name: str, head: str) -> bool:
     return saved is not None and saved.gtid_set == head and saved.snapshot is None
 
 
-def test_snapshot_takes_no_lock(mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Path) -> None:
-    conn = admin_conn(mariadb, fresh_db)
+def test_snapshot_takes_no_lock(
+    source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
+) -> None:
+    fresh_db = fresh_source_db
+    conn = admin_conn(source, fresh_db)
     _fill(conn, "locked", 50_000)
-    holder = pymysql.connect(**mariadb.admin, database=fresh_db, autocommit=False)
+    holder = pymysql.connect(**source.admin, database=fresh_db, autocommit=False)
     with holder.cursor() as cur:  # a row lock held for the whole snapshot
         cur.execute("UPDATE locked SET v = 99 WHERE id = 25000")
     name = f"nolock-{fresh_db}"
-    config = write_pipeline(tmp_path / "nolock.yaml", mariadb, kafka, name,
+    config = write_pipeline(tmp_path / "nolock.yaml", source, kafka, name,
                             rf"{fresh_db}.locked", source={"scan.startup.mode": "snapshot"},
                             pipeline={"parallelism": 1})
     log = tmp_path / "capture.log"
-    writer = Writer(mariadb.admin, fresh_db, "locked", 50_000, 7, rate=200)
+    writer = Writer(source.admin, fresh_db, "locked", 50_000, 7, rate=200)
     writer.live.pop(25000)  # the writer keeps off the locked row
     thread = threading.Thread(target=writer.run, daemon=True)
     thread.start()

@@ -1,5 +1,6 @@
 """Snapshot chunks over string (case-insensitive), composite and uneven keys, empty tables,
-under concurrent writes; then the whole pipeline and `cdc-ingest verify`."""
+under concurrent writes; then the whole pipeline and `cdc-ingest verify`. Both flavours:
+the chunk boundaries follow each server's collation."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import pymysql
 
 from tests.conftest import admin_conn
+from tests.integration.flavors import Source
 from tests.integration.pipeline_helpers import cli, start_command, stop, wait_for, write_pipeline
 
 NAMES = ["alpha", "Beta", "gamma", "Delta", "épsilon", "Zeta", "eta", "THETA", "iota", "kappa"]
@@ -35,10 +37,10 @@ def _writer(admin: dict[str, Any], db: str, stop_event: threading.Event) -> None
 
 
 def test_string_composite_uneven_and_empty_tables_snapshot_then_verify(
-    mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Path
+    source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
 ) -> None:
-    db = fresh_db
-    conn = admin_conn(mariadb, db)
+    db = fresh_source_db
+    conn = admin_conn(source, db)
     with conn.cursor() as cur:
         # case-insensitive collation: 'Beta-1' and 'beta-1' are one key to MySQL
         cur.execute("CREATE TABLE s (name VARCHAR(40) COLLATE utf8mb4_general_ci PRIMARY KEY,"
@@ -55,12 +57,12 @@ def test_string_composite_uneven_and_empty_tables_snapshot_then_verify(
         cur.execute("CREATE TABLE e (id INT PRIMARY KEY)")  # empty
     name = f"keys-{db}"
     config = write_pipeline(
-        tmp_path / "p.yaml", mariadb, kafka, name, rf"{db}.\.*",
+        tmp_path / "p.yaml", source, kafka, name, rf"{db}.\.*",
         source={"scan.startup.mode": "initial", "scan.incremental.snapshot.chunk.size": 7},
         sink={"sink.delivery-guarantee": "exactly-once"},
     )
     stop_event = threading.Event()
-    writer = threading.Thread(target=_writer, args=(mariadb.admin, db, stop_event),
+    writer = threading.Thread(target=_writer, args=(source.admin, db, stop_event),
                               daemon=True)
     writer.start()
     log = tmp_path / "start.log"

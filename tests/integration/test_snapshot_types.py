@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.integration.flavors import Source
 from tests.integration.pipeline_helpers import changelog, start_capture, write_pipeline
-from tests.integration.test_capture_types import FIXTURE, fill_all_types
+from tests.integration.test_capture_types import fill_all_types
 
 
 def _normal(row: dict[str, Any]) -> dict[str, Any]:
@@ -20,11 +21,12 @@ def _normal(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_snapshot_rows_match_the_binlog_fixture(
-    mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Path
+    source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
 ) -> None:
-    fill_all_types(mariadb, fresh_db)
+    fresh_db = fresh_source_db
+    fill_all_types(source, fresh_db)
     name = f"snaptypes-{fresh_db}"
-    config = write_pipeline(tmp_path / "p.yaml", mariadb, kafka, name, rf"{fresh_db}.all_types",
+    config = write_pipeline(tmp_path / "p.yaml", source, kafka, name, rf"{fresh_db}.all_types",
                             source={"scan.startup.mode": "snapshot"},
                             pipeline={"parallelism": 1})
     log = tmp_path / "capture.log"
@@ -32,7 +34,7 @@ def test_snapshot_rows_match_the_binlog_fixture(
 
     # the fixture's final state per key, from the binlog path
     state: dict[int, dict[str, Any]] = {}
-    for line in FIXTURE.read_text().splitlines():
+    for line in source.facts.all_types_fixture.read_text().splitlines():
         record = json.loads(line, parse_float=decimal.Decimal)
         if record["op"] == "-D":
             state.pop(record["pk"]["id"], None)

@@ -1,5 +1,6 @@
 """`cdc-ingest verify` and `status` on a real pipeline: capture runs, the sink topics are
-written by the sink's own partition writer, then MySQL moves on without the sink."""
+written by the sink's own partition writer, then MySQL moves on without the sink. Both
+flavours: verify reads every all-types column (on MySQL also VECTOR and JSON) from the server."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from cdc_ingest.kafka import read_topic
 from cdc_ingest.sink.settings import sink_settings
 from cdc_ingest.sink.writer import write_partition
 from tests.conftest import admin_conn
+from tests.integration.flavors import Source
 from tests.integration.pipeline_helpers import (
     changelog,
     cli,
@@ -25,7 +27,7 @@ from tests.integration.pipeline_helpers import (
     wait_for,
     write_pipeline,
 )
-from tests.integration.test_capture_types import DDL, ROWS, ZERO_DATES
+from tests.integration.test_capture_types import ZERO_DATES, all_types_ddl, all_types_rows
 
 ORDERS = "CREATE TABLE {} (id INT PRIMARY KEY, status VARCHAR(20), amount DECIMAL(8,2))"
 
@@ -57,16 +59,18 @@ def status_json(config: Path) -> dict[str, Any]:
     return report
 
 
-def test_verify_and_status(mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Path) -> None:
-    db = fresh_db
-    start = gtid_now(mariadb)
-    conn = admin_conn(mariadb, db)
+def test_verify_and_status(
+    source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
+) -> None:
+    db = fresh_source_db
+    start = gtid_now(source)
+    conn = admin_conn(source, db)
     with conn.cursor() as cur:
-        cur.execute(DDL)
+        cur.execute(all_types_ddl(source))
         cur.execute(ORDERS.format("order_1"))
         cur.execute(ORDERS.format("order_2"))
         cur.execute("SET time_zone = '+00:00'")
-        for row in ROWS:
+        for row in all_types_rows(source):
             cur.execute(f"INSERT INTO all_types VALUES {row}")
         cur.execute("SET SESSION sql_mode = ''")
         cur.execute(ZERO_DATES)
@@ -75,7 +79,7 @@ def test_verify_and_status(mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Pa
 
     name = f"verify-{db}"
     config = write_pipeline(
-        tmp_path / "pipeline.yaml", mariadb, kafka, name, f"{db}.\\.*",
+        tmp_path / "pipeline.yaml", source, kafka, name, f"{db}.\\.*",
         source={"scan.startup.mode": "specific-offset",
                 "scan.startup.specific-offset.gtid-set": start},
     )

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from cdc_ingest.capture.binlog_errors import ReplicaTakenOver, stream_error
 from cdc_ingest.capture.unsupported import (
     has_tagged_gtids,
     partial_json_failed,
     unsupported_event,
 )
+from cdc_ingest.errors import PositionPurgedError
+from cdc_ingest.model import Position
 
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 
@@ -47,3 +50,15 @@ def test_a_partial_json_update_that_does_not_apply_names_table_column_and_fix() 
     assert "shop.orders.doc" in text and "binlog.000002:99" in text and f"{UUID}:5" in text
     assert "path $.a[3] not found" in text
     assert "binlog_row_value_options=''" in text
+
+
+def test_mysql_dropping_a_stream_for_a_second_replica_is_a_takeover_not_a_purge() -> None:
+    at = Position(gtid_set=f"{UUID}:1-5")
+    same_id = stream_error(Exception(1236, "A replica with the same server_uuid/server_id as "
+                                           "this replica has connected to the source; ..."),
+                           at, 5400)
+    assert isinstance(same_id, ReplicaTakenOver) and "server-id 5400" in str(same_id)
+    purged = stream_error(Exception(1236, "Cannot replicate because the source purged "
+                                          "required binary logs."), at, 5400)
+    assert isinstance(purged, PositionPurgedError) and "purged" in str(purged)
+    assert isinstance(stream_error(Exception(4052, "same id"), at, 1), ReplicaTakenOver)
