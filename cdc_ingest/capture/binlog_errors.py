@@ -7,6 +7,7 @@ from typing import Any
 
 from cdc_ingest.errors import PositionPurgedError, SourceError
 from cdc_ingest.model import Position
+from cdc_ingest.mysql.packed import packed_int
 
 ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
 ER_SLAVE_SAME_ID = 4052
@@ -44,14 +45,6 @@ def stream_error(exc: Exception, start: Position, server_id: int) -> SourceError
     return SourceError(f"binlog stream failed: {exc}")
 
 
-def _length_coded(data: bytes, at: int) -> tuple[int, int]:
-    first = data[at]
-    if first < 251:
-        return first, at + 1
-    size = {252: 2, 253: 3, 254: 8}[first]
-    return int.from_bytes(data[at + 1:at + 1 + size], "little"), at + 1 + size
-
-
 def drop_unknown_metadata(packet: Any) -> None:
     """Remove the optional-metadata entries (type, length, value) of types the library does
     not know from a TableMap packet whose read position is at the first entry."""
@@ -61,7 +54,7 @@ def drop_unknown_metadata(packet: Any) -> None:
     kept = bytearray()
     while at < end:
         kind = data[at]
-        length, value_at = _length_coded(data, at + 1)
+        length, value_at = packed_int(data, at + 1)
         if kind in KNOWN_METADATA:
             kept += data[at:value_at + length]
         at = value_at + length

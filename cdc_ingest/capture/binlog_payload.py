@@ -30,6 +30,7 @@ from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import TableMapEvent
 
 from cdc_ingest.errors import SourceError
+from cdc_ingest.mysql.packed import packed_int
 
 TRANSACTION_PAYLOAD_EVENT = 40
 _END, _PAYLOAD_SIZE, _COMPRESSION, _UNCOMPRESSED_SIZE = 0, 1, 2, 3
@@ -42,14 +43,10 @@ class PayloadError(SourceError):
 
 
 def _packed(data: bytes, at: int) -> tuple[int, int]:
-    """A MySQL packed (length-encoded) integer at ``at``: (value, offset after it)."""
-    first = data[at]
-    if first < 0xFB:
-        return first, at + 1
-    width = {0xFC: 2, 0xFD: 3, 0xFE: 8}.get(first)
-    if width is None:
-        raise PayloadError(f"bad packed integer 0x{first:02x} in a payload header")
-    return int.from_bytes(data[at + 1:at + 1 + width], "little"), at + 1 + width
+    try:
+        return packed_int(data, at)
+    except ValueError as exc:
+        raise PayloadError(f"a TRANSACTION_PAYLOAD header: {exc}") from exc
 
 
 def payload_header(body: bytes) -> tuple[int, int, int, int]:

@@ -48,10 +48,10 @@ import json
 from typing import Any, NamedTuple
 
 from cdc_ingest.capture.mysql_json import JsonBinaryError, Node, Unread, expand, json_tree, render
+from cdc_ingest.mysql.packed import packed_int
 
 REPLACE, INSERT, REMOVE = 0, 1, 2
 _SPACE = " \t\n\v\f\r"  # my_isspace in utf8mb4
-_PACKED_WIDTHS = {252: 2, 253: 3, 254: 8}
 _MAX_INDEX = 0xFFFFFFFF  # MySQL reads an array index as a uint32
 
 
@@ -139,14 +139,12 @@ def _field(data: bytes, at: int, where: str, what: str) -> tuple[bytes, int]:
     """A packed length then that many bytes: (the bytes, offset after them)."""
     if at >= len(data):
         raise JsonDiffError(f"{where}: the {what}'s length is missing (diff vector ends)")
-    first = data[at]
-    width = 0 if first < 251 else _PACKED_WIDTHS.get(first)
-    if width is None:
-        raise JsonDiffError(f"{where}: bad packed length byte {first:#x} for the {what}")
-    if at + 1 + width > len(data):
-        raise JsonDiffError(f"{where}: the {what}'s length is truncated")
-    length = int.from_bytes(data[at + 1:at + 1 + width], "little") if width else first
-    start = at + 1 + width
+    try:
+        length, start = packed_int(data, at)
+    except ValueError as exc:  # no packed integer starts with 0xFB or 0xFF; else truncated
+        problem = (f"bad packed length byte {data[at]:#x} for the {what}"
+                   if data[at] in (0xFB, 0xFF) else f"the {what}'s length is truncated")
+        raise JsonDiffError(f"{where}: {problem}") from exc
     if start + length > len(data):
         raise JsonDiffError(f"{where}: the {what} needs {length} bytes, "
                             f"{len(data) - start} are left")

@@ -19,6 +19,7 @@ from cdc_ingest.capture.decoder import RowDecoder, RowPair, compile_decoder
 from cdc_ingest.capture.json_diff import apply_json_diff
 from cdc_ingest.capture.mysql_json import json_text
 from cdc_ingest.capture.schema import FieldType, TableSchema
+from cdc_ingest.mysql.packed import packed_int
 
 PARTIAL_JSON_UPDATES = 1
 
@@ -36,14 +37,6 @@ def _keep_binary(data: bytes) -> bytes:
     return bytes(data)
 
 
-def _packed(raw: bytes, at: int) -> tuple[int, int]:
-    first = raw[at]
-    if first < 0xFB:
-        return first, at + 1
-    width = {0xFC: 2, 0xFD: 3, 0xFE: 8}[first]
-    return int.from_bytes(raw[at + 1:at + 1 + width], "little"), at + 1 + width
-
-
 class PartialRows:
     """Decodes partial update events, one image decoder per table layout."""
 
@@ -59,7 +52,7 @@ class PartialRows:
         rows: list[RowPair] = []
         while off < end:
             before, off = decode(raw, off)
-            options, off = _packed(raw, off)
+            options, off = packed_int(raw, off)
             partial = 0
             if options & PARTIAL_JSON_UPDATES:
                 width = (len(json_columns) + 7) // 8

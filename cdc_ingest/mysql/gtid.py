@@ -176,11 +176,12 @@ def gtid_in_set(gtid_set: str, gtid: str) -> bool:
 
 def add_gtid(gtid_set: str, gtid: str) -> str:
     """``gtid_set`` plus one executed GTID, in MySQL's text; ``gtid_set`` itself if it has it."""
-    if gtid_in_set(gtid_set, gtid):
-        return gtid_set
     key, gno = parse_gtid(gtid)
     intervals = parse_gtid_set_strict(gtid_set)
-    intervals.setdefault(key, []).append((gno, gno))
+    mine = intervals.setdefault(key, [])
+    if any(low <= gno <= high for low, high in mine):
+        return gtid_set
+    mine.append((gno, gno))
     return format_gtid_set(intervals)
 
 
