@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -54,9 +55,7 @@ def read_topic(
             return
         ends: dict[int, int] = {}
         for p in info.partitions:
-            low, high = consumer.get_watermark_offsets(
-                TopicPartition(topic, p), timeout=timeout_s
-            )
+            low, high = watermarks(consumer, TopicPartition(topic, p), timeout_s)
             if high > low:
                 ends[p] = high
         if not ends:
@@ -67,6 +66,36 @@ def read_topic(
         raise KafkaClientError(f"cannot read topic {topic}: {exc}") from exc
     finally:
         consumer.close()
+
+
+# A partition whose leader is moving or not yet elected (a topic created a moment ago, a
+# broker restarting) answers these for a while; asking again is the fix.
+_TRANSIENT = frozenset({
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError._TIMED_OUT,
+    KafkaError._TRANSPORT,
+})
+
+
+def watermarks(consumer: Any, partition: TopicPartition, timeout_s: float) -> tuple[int, int]:
+    """The partition's (low, high) offsets, asked again while the broker answers with a
+    transient error, until ``timeout_s`` has passed (then the last error is raised)."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.1
+    while True:
+        try:
+            return consumer.get_watermark_offsets(
+                partition, timeout=max(0.5, deadline - time.monotonic())
+            )
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            code = error.code() if isinstance(error, KafkaError) else None
+            if code not in _TRANSIENT or time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 1.0)
 
 
 def _drain(consumer: Consumer, ends: dict[int, int], timeout_s: float) -> Iterator[Message]:
