@@ -20,6 +20,7 @@ from tests.integration.pipeline_helpers import (
     cli,
     rows_of,
     start_capture,
+    start_command,
     stop,
     wait_for,
     write_pipeline,
@@ -168,6 +169,17 @@ def test_partial_json_tagged_gtids_and_compression_exactly_once_under_sigkill(
         assert _compressed_transactions(mysql) > workload_compressed_before
     else:  # ... and partial JSON updates
         assert _partial_updates(mysql, first_binlog) > 10
+    # the whole pipeline on the same changelog: the sink topics equal MySQL (verify exit 0)
+    pipeline_log = tmp_path / "start.log"
+    pipeline = start_command("start", config, pipeline_log)
+    try:
+        wait_for(lambda: cli("verify", "--config", str(config)).returncode == 0,
+                 timeout=240, what="verify to pass")
+    finally:
+        code = stop(pipeline, timeout=90)
+    assert code == 0, pipeline_log.read_text()[-3000:]
+    report = cli("verify", "--config", str(config))
+    assert report.returncode == 0 and "equal" in report.stdout.lower(), report.stdout
 
 
 def _partial_updates(server: Any, first_file: str) -> int:
