@@ -17,6 +17,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import os
 import pstats
 import secrets
 import subprocess
@@ -31,7 +32,9 @@ import orjson
 import pymysql
 import yaml
 from _common import (
+    MARIADB,
     REPO,
+    SERVERS,
     Measure,
     SchedTracker,
     Services,
@@ -229,8 +232,10 @@ def check_changelog(svc: Services, topic: str, table_name: str, rows: int) -> di
 
 
 def run_snapshot(svc: Services, rows: int, name: str, first_id: int, parallelism: int,
-                 workdir: Path, timeout_s: float) -> dict[str, Any]:
-    """Time ``cdc-ingest capture`` (snapshot mode) from process start to its exit."""
+                 workdir: Path, timeout_s: float, code_dir: Path | None = None
+                 ) -> dict[str, Any]:
+    """Time ``cdc-ingest capture`` (snapshot mode) from process start to its exit; with
+    ``code_dir``, the product code found there (an earlier commit's, --baseline-ref)."""
     config, rejected = write_config(svc, workdir, name, TABLE, first_id, parallelism)
     if rejected:
         log.warning("the config rejects scan.incremental.snapshot.parallelism %d (%s); "
@@ -241,9 +246,13 @@ def run_snapshot(svc: Services, rows: int, name: str, first_id: int, parallelism
     with ServerSampler(svc, TABLE) as sampler, log_file.open("ab") as out:
         started_wall = time.time()
         started = time.perf_counter()
+        env = dict(os.environ)
+        if code_dir is not None:
+            env["PYTHONPATH"] = str(code_dir)
         proc = subprocess.Popen(
             [sys.executable, "-m", "cdc_ingest.cli", "capture", "--config", str(config)],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=workdir,
+            env=env,
         )
         sched = SchedTracker()
         ended = wait_child(proc, started, timeout_s, SAMPLE_S, sched.sample)
@@ -437,7 +446,7 @@ def run_profile(svc: Services, tb: Table, name: str, first_id: int, workdir: Pat
 # -- driver ----------------------------------------------------------------------------------
 
 
-def measures_of(runs: list[dict[str, Any]]) -> list[Measure]:
+def measures_of(runs: list[dict[str, Any]], baseline_label: str = "") -> list[Measure]:
     def samples(part: str, key: str, scale: float = 1.0) -> list[float]:
         return [r[part][key] / scale for r in runs if r.get(part, {}).get(key) is not None]
 
@@ -454,6 +463,12 @@ def measures_of(runs: list[dict[str, Any]]) -> list[Measure]:
             Measure(f"snapshot p{p} first chunk -> done", "rows/s",
                     samples(part, "rows_per_s_chunks"), base, 0,
                     "rows / ('snapshot chunk of' -> 'snapshot done' log lines)"),
+        ]
+    if any("b1" in r for r in runs):
+        out += [
+            Measure(f"snapshot p1 end-to-end, {baseline_label}", "rows/s",
+                    samples("b1", "rows_per_s"), base, 0,
+                    "the same, with the product code of --baseline-ref"),
         ]
     for p in (1, 2):
         part = f"p{p}"
@@ -472,7 +487,7 @@ def measures_of(runs: list[dict[str, Any]]) -> list[Measure]:
                     samples(part, "max_cdc_connections"), digits=0,
                     note="most connections of the capture user at once (processlist)"),
         ]
-        for server in ("kafka", "mariadbd"):
+        for server in ("kafka", *(s.process for s in SERVERS.values())):
             values = [r[part]["server_cpu_s"][server] for r in runs
                       if server in r.get(part, {}).get("server_cpu_s", {})]
             if values:
@@ -491,8 +506,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rows", type=int, default=1_000_000,
                    help="rows inserted into bench.orders (default %(default)s)")
     p.add_argument("--repeat", type=int, default=3, help="measurements of each kind (default 3)")
-    p.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "snapshot.json",
-                   help="JSON results file (default %(default)s)")
+    p.add_argument("--server", choices=sorted(SERVERS), default=MARIADB.name,
+                   help="the source: a private MariaDB, or the project's local Oracle MySQL "
+                   "9.7; with --mysql-port, the kind of that server (default %(default)s)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="JSON results file (default benchmarks/results/snapshot.json, "
+                   "snapshot-mysql.json with --server mysql)")
+    p.add_argument("--baseline-ref", default=None,
+                   help="also time parallelism 1 with the product code of this git commit "
+                   "(e.g. the one before a snapshot protocol change), same table, same run")
     p.add_argument("--profile-rows", type=int, default=200_000,
                    help="rows of the profiled snapshot (a copy of the first rows; 0 skips "
                    "the profile; default %(default)s)")
@@ -506,6 +528,19 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def baseline_code(ref: str, into: Path) -> Path:
+    """The product package as of git ``ref`` in ``into`` (for PYTHONPATH), with this checkout's
+    compiled extension copied in (built from the same sources as far as a snapshot goes: its
+    rows come from SELECTs; the extension decodes only the replayed binlog)."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", ref, "cdc_ingest"],
+                             capture_output=True, check=True, timeout=120).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True, timeout=120)
+    for built in (REPO / "cdc_ingest" / "capture").glob("_rowdecode*.so"):
+        (into / "cdc_ingest" / "capture" / built.name).write_bytes(built.read_bytes())
+    return into
+
+
 def _product_state() -> dict[str, Any]:
     """Uncommitted changes of the product code while this ran (others edit it meanwhile)."""
     out = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "cdc_ingest"],
@@ -515,6 +550,9 @@ def _product_state() -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.out is None:
+        args.out = REPO / "benchmarks" / "results" / (
+            "snapshot.json" if args.server == MARIADB.name else f"snapshot-{args.server}.json")
     setup_logging()
     wall = time.perf_counter()
     run_id = secrets.token_hex(3)
@@ -531,10 +569,14 @@ def main(argv: list[str] | None = None) -> int:
             version = server_version(svc)
             log.info("writing %d rows into %s.%s", args.rows, DB, TABLE)
             tb = make_table(svc, args.rows, profile_rows)
+            baseline = (baseline_code(args.baseline_ref, svc.home / "baseline")
+                        if args.baseline_ref else None)
             for n in range(args.repeat):
                 run: dict[str, Any] = {"repeat": n + 1}
                 # Alternate the order so that a load trend favours no measure.
                 order = ["p1", "p2", "scan"] if n % 2 == 0 else ["scan", "p2", "p1"]
+                if baseline is not None:
+                    order.insert(1, "b1")
                 for what in order:
                     if what == "scan":
                         run["scan"] = plain_scan(svc, args.rows)
@@ -543,15 +585,16 @@ def main(argv: list[str] | None = None) -> int:
                                  run["scan"]["rows_per_s"])
                         continue
                     p = int(what[1])
-                    name = f"snap-{run_id}-{n + 1}-p{p}"
+                    name = f"snap-{run_id}-{n + 1}-{what}"
                     topics += [f"cdc-ingest.{name}.changelog", f"cdc-ingest.{name}.offsets"]
-                    first_id = 5400 + 10 * (2 * n + p - 1)
+                    first_id = 5400 + 10 * (3 * n + (2 if what == "b1" else p - 1))
                     run[what] = run_snapshot(svc, args.rows, name, first_id, p, workdir,
-                                             args.snapshot_timeout)
+                                             args.snapshot_timeout,
+                                             baseline if what == "b1" else None)
                     r = run[what]
-                    log.info("repeat %d/%d: snapshot p%d %.1f s, %.0f rows/s, %s rows/s "
+                    log.info("repeat %d/%d: snapshot %s %.1f s, %.0f rows/s, %s rows/s "
                              "first chunk -> done, %.0f MiB, %d MySQL connections at most",
-                             n + 1, args.repeat, p, r["seconds"], r["rows_per_s"],
+                             n + 1, args.repeat, what, r["seconds"], r["rows_per_s"],
                              f"{r['rows_per_s_chunks']:.0f}" if r["rows_per_s_chunks"] else "-",
                              (r["peak_rss_bytes"] or 0) / 2**20, r["max_cdc_connections"])
                 runs.append(run)
@@ -566,7 +609,8 @@ def main(argv: list[str] | None = None) -> int:
                 _delete_topics(svc.bootstrap, topics)
             started = list(svc.started)
     total = time.perf_counter() - wall
-    measures = measures_of(runs)
+    baseline_label = f"code of {args.baseline_ref}" if args.baseline_ref else ""
+    measures = measures_of(runs, baseline_label)
     ratio_of = ratios(measures)
     rejected = sorted({r[p]["parallelism_rejected"] for r in runs for p in ("p1", "p2")
                        if r.get(p, {}).get("parallelism_rejected")})
@@ -577,6 +621,10 @@ def main(argv: list[str] | None = None) -> int:
     print(table(measures, "vs plain scan"))
     if p1 and p2:
         print(f"\nparallelism 2 vs 1 (end-to-end medians): {p2 / p1:.2f}x")
+    b1 = Measure("", "", [r["b1"]["rows_per_s"] for r in runs if "b1" in r]).median
+    if p1 and b1:
+        print(f"parallelism 1, this code vs the {baseline_label} (end-to-end medians, "
+              f"same run): {p1 / b1:.2f}x")
     if rejected:
         print(f"the config rejected scan.incremental.snapshot.parallelism: {rejected[0]}")
     if profile is not None:
@@ -610,6 +658,9 @@ def main(argv: list[str] | None = None) -> int:
         "table": dataclasses.asdict(tb),
         "results": {m.name: m.as_json(ratio_of[m.name]) for m in measures},
         "parallelism_2_vs_1": p2 / p1 if p1 and p2 else None,
+        "baseline_ref": args.baseline_ref,
+        "p1_vs_baseline": p1 / b1 if p1 and b1 else None,
+        "server": {"name": svc.server.name, "version": version},
         "runs": runs,
         "profile": profile,
         "total_wall_s": total,

@@ -666,15 +666,17 @@ cdef class RowEncoder:
         cdef long long no = first_no - 1
         cdef Py_ssize_t produced = 0
         cdef int k = 0 if kind == "I" else (2 if kind == "D" else 1)
-        cdef bytes key, old_key, row_json, old_json, value, value2
+        cdef bytes key, old_key, row_json, old_json, value
         cdef list messages
+        cdef int halves = 3
         for pair in rows:
             before = (<tuple>pair)[0]
             after = (<tuple>pair)[1]
             no += 1
-            if keep is not None and not keep(before, after):
-                continue
-            value2 = None
+            if keep is not None:
+                halves = keep(before, after)
+                if not halves:
+                    continue
             if k == 0:
                 key = self._key(after)
                 value = self._value(self.head_i, key, None, self._row_json(after), tail, no)
@@ -689,11 +691,16 @@ cdef class RowEncoder:
                 if old_key == key:
                     value = self._value(self.head_u, key, old_json, row_json, tail, no)
                 else:
-                    # a key change: -D of the old key, then +I of the new one
-                    value = self._value(self.head_d, old_key, old_json, None, tail, no)
-                    value2 = self._value(self.head_i, key, None, row_json, tail, no)
-                    send(topic, value, old_key, ts_ms)
-                    value = value2
+                    # a key change: -D of the old key, then +I of the new one; keep may
+                    # leave out either half (KEEP_OLD = 1, KEEP_NEW = 2)
+                    if halves & 1:
+                        value = self._value(self.head_d, old_key, old_json, None, tail, no)
+                        send(topic, value, old_key, ts_ms)
+                    if halves & 2:
+                        value = self._value(self.head_i, key, None, row_json, tail, no)
+                        send(topic, value, key, ts_ms)
+                    produced += 1
+                    continue
             send(topic, value, key, ts_ms)
             produced += 1
         return produced

@@ -25,8 +25,12 @@ from cdc_ingest.model.changelog import Op, key_bytes, row_value, value_head, val
 KeyValue = tuple[bytes, bytes]
 # send(topic, value, key, timestamp_ms): one message to Kafka (TransactionalProducer.send)
 Send = Callable[[str, bytes, bytes, int], None]
-# keep(before, after) -> False to leave a row change out
-Keep = Callable[[list[Any] | None, list[Any] | None], bool]
+# keep(before, after) -> which halves of a row change to write: KEEP_OLD (the before
+# image's key: a delete, or the -D of a key-changing update), KEEP_NEW (the after image's
+# key: an insert, or the +I of a key change), both (KEEP_ALL), or neither (0). An update
+# that keeps its key is written when either bit is set.
+Keep = Callable[[list[Any] | None, list[Any] | None], int]
+KEEP_OLD, KEEP_NEW, KEEP_ALL = 1, 2, 3
 RowPair = tuple[list[Any] | None, list[Any] | None]
 
 
@@ -127,8 +131,9 @@ class TableEncoder:
 
     def produce_rows(self, send: Send, topic: str, kind: str, rows: list[RowPair],
                      first_no: int, pos_prefix: str, ts_ms: int, keep: Keep | None) -> int:
-        """Send ``rows`` (the ``first_no``-th row of its transaction first); rows that
-        ``keep`` refuses are left out. Returns how many rows were sent."""
+        """Send ``rows`` (the ``first_no``-th row of its transaction first); what ``keep``
+        refuses is left out (of a key-changing update, each half on its own). Returns how
+        many rows were sent."""
         dumps = orjson.dumps
         names = self.names
         key_of = self.key
@@ -138,7 +143,8 @@ class TableEncoder:
         no = first_no - 1
         for before, after in rows:
             no += 1
-            if keep is not None and not keep(before, after):
+            halves = KEEP_ALL if keep is None else keep(before, after)
+            if not halves:
                 continue
             end = b'%b%d"}' % (tail, no)
             if kind == "I":
@@ -158,13 +164,14 @@ class TableEncoder:
                 if old_key == key:
                     out = ((key, b'%b%b,"before":%b,"after":%b%b' % (
                         heads["+U"], key, old_row, new_row, end)),)
-                else:
-                    out = (
-                        (old_key, b'%b%b,"before":%b,"after":null%b' % (
-                            heads["-D"], old_key, old_row, end)),
-                        (key, b'%b%b,"before":null,"after":%b%b' % (
-                            heads["+I"], key, new_row, end)),
-                    )
+                else:  # a key change: -D of the old key, then +I of the new one
+                    out = ()
+                    if halves & KEEP_OLD:
+                        out += ((old_key, b'%b%b,"before":%b,"after":null%b' % (
+                            heads["-D"], old_key, old_row, end)),)
+                    if halves & KEEP_NEW:
+                        out += ((key, b'%b%b,"before":null,"after":%b%b' % (
+                            heads["+I"], key, new_row, end)),)
             for k, v in out:
                 send(topic, v, k, ts_ms)
             produced += 1

@@ -28,8 +28,10 @@ log = logging.getLogger(__name__)
 
 def first_position(spec: StartupSpec, catalog: Catalog) -> Position:
     """Where a first start begins, from ``scan.startup.mode`` and its options."""
-    if spec.mode in ("latest-offset", "initial", "snapshot"):
-        # initial/snapshot: the binlog phase starts where the snapshot starts.
+    if spec.mode in ("initial", "snapshot"):
+        # the binlog phase starts where the snapshot starts
+        return catalog.snapshot_start()
+    if spec.mode == "latest-offset":
         return catalog.latest()
     if spec.mode == "earliest-offset":
         return catalog.earliest()

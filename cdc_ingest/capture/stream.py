@@ -19,7 +19,7 @@ from cdc_ingest.capture.binlog import BinlogReader
 from cdc_ingest.capture.binlog_errors import ReplicaTakenOver
 from cdc_ingest.capture.checkpoint import Checkpoint
 from cdc_ingest.capture.ddl import tables_of
-from cdc_ingest.capture.encode import Encoders, KeyPlan
+from cdc_ingest.capture.encode import KEEP_NEW, KEEP_OLD, Encoders, KeyPlan
 from cdc_ingest.capture.events import Ddl, Heartbeat, Rows, TxBegin, TxCommit
 from cdc_ingest.capture.progress import Progress
 from cdc_ingest.capture.resume import Transactions
@@ -115,18 +115,25 @@ class BinlogPhase:
                                       ts_ms=ts_ms)
         self._progress.event_ts = ev.ts
 
-    def _keep(self, ev: Rows, plan: KeyPlan) -> Callable[[Any, Any], bool] | None:
+    def _keep(self, ev: Rows, plan: KeyPlan) -> Callable[[Any, Any], int] | None:
         """Outside a snapshot's reach, every row; else the changes its key's snapshot row
-        does not hold yet (after the chunk's high watermark). A key-changing update counts
-        by its new key."""
+        does not hold yet (after that key's chunk's high watermark). A key-changing update
+        is two halves, each judged by its own key's chunk: the old key's delete may belong
+        to a chunk already read while the new key's insert belongs to one read later."""
         chunks = self._filter
         if chunks is None:
             return None
         db, table, at = ev.schema.db, ev.schema.table, (ev.file, ev.pos)
+        covered = chunks.covered
+        key_of = plan.key
 
-        def keep(before: list[Any] | None, after: list[Any] | None) -> bool:
-            key = plan.key(after if after is not None else before)  # type: ignore[arg-type]
-            return not chunks.covered(db, table, key, at)
+        def keep(before: list[Any] | None, after: list[Any] | None) -> int:
+            halves = 0
+            if before is not None and not covered(db, table, key_of(before), at):
+                halves |= KEEP_OLD
+            if after is not None and not covered(db, table, key_of(after), at):
+                halves |= KEEP_NEW
+            return halves
 
         return keep
 

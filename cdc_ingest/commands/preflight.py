@@ -42,6 +42,7 @@ def mysql_checks(
     key_columns: KeyColumns,
     positions: list[tuple[str, Position]],
     retries: int = 1,
+    snapshot: bool = False,
 ) -> Iterator[Check]:
     """Every MySQL-side check; stops early only when the server cannot be reached."""
     try:
@@ -54,6 +55,8 @@ def mysql_checks(
         yield Check("mysql reachable", True, f"{settings.host}:{settings.port} ({catalog.version})")
         yield from _settings(catalog)
         yield from _unsupported(catalog)
+        if snapshot and not catalog.is_mariadb:
+            yield _ordered_commits(catalog)
         yield from _grants(catalog, settings.user)
         yield from _keys(catalog, captured, key_columns)
         for label, position in positions:
@@ -108,6 +111,16 @@ def _unsupported(catalog: Catalog) -> Iterator[Check]:
         yield Check("tagged GTIDs", True,
                     "gtid_executed has tagged GTIDs (followed like untagged ones)"
                     if tagged else "none in gtid_executed")
+
+
+def _ordered_commits(catalog: Catalog) -> Check:
+    """MySQL snapshots rely on transactions becoming visible in binlog order."""
+    value = (catalog.variable("binlog_order_commits") or "").upper()
+    ok = value in ("ON", "1")
+    return Check("binlog_order_commits", ok,
+                 value if ok else f"is {value or 'unset'}: the snapshot could not be exact",
+                 "SET PERSIST binlog_order_commits = ON (the default), or start without a "
+                 "snapshot (scan.startup.mode: latest-offset)")
 
 
 _NEEDED = (

@@ -48,7 +48,8 @@ def run_validate(config_path: Path, echo: Callable[[str], None]) -> bool:
         positions.append(("scan.startup.specific-offset",
                           Position(gtid_set=spec.gtid_set, file=spec.file, pos=spec.pos)))
     for check in mysql_checks(options.connection, options.captured, options.key_columns,
-                              positions, retries=0):
+                              positions, retries=0,
+                              snapshot=spec.mode in ("initial", "snapshot")):
         checks.append(check)
     for check in checks:
         echo(check.line())

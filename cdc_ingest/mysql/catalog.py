@@ -118,6 +118,39 @@ class Catalog:
         gtid = self.flavor.gtid_state(self._all)
         return Position(gtid_set=gtid, file=file, pos=pos, ts_ms=int(time.time() * 1000))
 
+    def snapshot_start(self) -> Position:
+        """Where the binlog phase after a snapshot starts: a point every transaction before
+        which is visible to every read view opened later (so to every chunk's SELECT).
+
+        MariaDB: the binlog position of a consistent-snapshot read view and its GTID state;
+        ``@@gtid_binlog_pos`` would not do, since a transaction is in the binlog before its
+        engine commit. MySQL: :meth:`latest`, which resumes by the executed GTID set, and
+        that set takes a transaction only after its engine commit."""
+        if not self.is_mariadb:
+            return self.latest()
+        self._conn.ping(reconnect=True)
+
+        def run(sql: str, args: Any = None) -> list[tuple[Any, ...]]:
+            with self._conn.cursor() as cur:
+                cur.execute(sql, args)
+                return list(cur.fetchall())
+
+        run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        try:
+            view = self.flavor.consistent_snapshot(run)
+        finally:
+            run("COMMIT")
+        assert view is not None
+        file, pos = view
+        try:
+            gtid = self.flavor.gtid_at(run, file, pos)
+        except LookupError:
+            raise SourceError(f"the server does not know the GTID state at binlog {file}:{pos}"
+                              " (BINLOG_GTID_POS returned NULL), so the snapshot has no exact "
+                              "start. Fix: check that binlog file is still on the server and "
+                              "retry.") from None
+        return Position(gtid_set=gtid, file=file, pos=pos, ts_ms=int(time.time() * 1000))
+
     def earliest(self) -> Position:
         first = self.binlog_files()[0]
         return self.at(first, 4)

@@ -48,6 +48,22 @@ class Flavor:
         row = self.binlog_status(query)
         return str(row[4]).replace("\n", "") if len(row) > 4 and row[4] else ""
 
+    def consistent_snapshot(self, query: Query) -> tuple[str, int] | None:
+        """Starts a consistent-snapshot transaction (REPEATABLE READ) on the caller's
+        connection, which must not reconnect until it ends. MariaDB: returns the binlog
+        file and position of its read view (``Binlog_snapshot_file/position``: the read view
+        holds exactly the transactions before it). MySQL does not tell: None."""
+        query("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        if not self.mariadb:
+            return None
+        status = {str(k).lower(): v for k, v in
+                  query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'")}
+        file, pos = status.get("binlog_snapshot_file"), status.get("binlog_snapshot_position")
+        if not file or pos is None:
+            raise LookupError("the server reported no binlog position for the read view "
+                              "(Binlog_snapshot_file/position)")
+        return str(file), int(pos)
+
     def gtid_at(self, query: Query, file: str, pos: int) -> str | None:
         """The GTID state at binlog ``file``:``pos`` (MariaDB: ``BINLOG_GTID_POS``); None on
         MySQL, which resumes there by file and position. Raises ``LookupError`` when MariaDB

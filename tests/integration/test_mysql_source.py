@@ -120,3 +120,35 @@ def test_validate_says_mysql_binlog_features_are_followed_and_capture_follows_th
     text = log.read_text()
     assert code == 0 and "Traceback" not in text, text[-3000:]
     assert [(r["pk"]["id"], r["after"]["j"]) for r in records] == [(key, shown)]
+
+
+def test_snapshot_refuses_unordered_commits_with_the_fix(
+    mysql: Any, kafka: Any, fresh_mysql_db: str, tmp_path: Path
+) -> None:
+    """The snapshot relies on MySQL's executed GTID set growing in binlog order
+    (binlog_order_commits, docs/decisions/0006): validate fails and capture stops before
+    reading a row when it is OFF; a pipeline without a snapshot is not concerned."""
+    db = fresh_mysql_db
+    with admin_conn(mysql, db) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY)")
+        cur.execute("INSERT INTO t VALUES (1)")
+    snap = write_pipeline(tmp_path / "snap.yaml", mysql, kafka, f"order-{db}", rf"{db}.t",
+                          source={"scan.startup.mode": "initial"})
+    latest = write_pipeline(tmp_path / "latest.yaml", mysql, kafka, f"order-l-{db}", rf"{db}.t")
+    with admin_conn(mysql) as conn, conn.cursor() as cur:
+        cur.execute("SET GLOBAL binlog_order_commits = OFF")
+    try:
+        checked = cli("validate", "--config", str(snap))
+        captured = cli("capture", "--config", str(snap))
+        unconcerned = cli("validate", "--config", str(latest))
+    finally:
+        with admin_conn(mysql) as conn, conn.cursor() as cur:
+            cur.execute("SET GLOBAL binlog_order_commits = ON")
+    assert checked.returncode != 0
+    assert "[FAIL] binlog_order_commits: is OFF" in checked.stdout, checked.stdout
+    assert "SET PERSIST binlog_order_commits = ON" in checked.stdout
+    assert captured.returncode == 3, captured.stdout + captured.stderr
+    assert "binlog_order_commits is OFF" in captured.stderr and "Traceback" not in (
+        captured.stdout + captured.stderr), captured.stderr
+    assert not changelog(kafka, f"order-{db}")
+    assert "binlog_order_commits" not in unconcerned.stdout

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cdc_ingest.capture.snapshot.reader import TableInfo
 from cdc_ingest.capture.snapshot.state import BinlogPos, Key, SnapshotState
+from cdc_ingest.capture.snapshot.table import TableInfo
 
 
 class ChunkFilter:

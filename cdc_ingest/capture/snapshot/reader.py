@@ -3,28 +3,19 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
-
-import orjson
 
 from cdc_ingest.capture.binlog import BinlogReader
 from cdc_ingest.capture.encode import KeyPlan
-from cdc_ingest.capture.events import Rows, TxCommit
+from cdc_ingest.capture.events import Rows
 from cdc_ingest.capture.snapshot.keyorder import (
-    KeyColumn,
-    KeyOrder,
     after_condition,
     after_params,
-    quote,
     upto_condition,
 )
 from cdc_ingest.capture.snapshot.state import BinlogPos, Chunk, ChunkRows, Key
-from cdc_ingest.capture.snapshot.values import (
-    UnsupportedType,
-    select_expression,
-    snapshot_converter,
-)
+from cdc_ingest.capture.snapshot.table import TableInfo, key_bytes
 from cdc_ingest.capture.tablemap import CatalogLookup
 from cdc_ingest.errors import SourceError
 from cdc_ingest.model import Position
@@ -40,53 +31,12 @@ from cdc_ingest.mysql import (
 
 log = logging.getLogger(__name__)
 
-
-
-class TableInfo:
-    """What the snapshot needs of one table: columns, key order, SELECTs."""
-
-    def __init__(self, db: str, table: str, columns: list[Column], collations: dict[str, str],
-                 key: tuple[str, ...], compare_text: Callable[[str, str, str, str], int],
-                 tinyint1_as_boolean: bool) -> None:
-        self.db, self.table = db, table
-        by_name = {c.name: c for c in columns}
-        missing = [k for k in key if k not in by_name]
-        if not key or missing:
-            raise SourceError(
-                f"table {db}.{table} has no usable key ({missing or 'no primary key'}), so it "
-                "cannot be snapshotted. Fix: add a primary key or name its key columns in "
-                "source.tables.key-columns, or exclude it with source.tables.exclude."
-            )
-        self.names = tuple(c.name for c in columns)
-        self.key = key
-        self.order = KeyOrder(
-            tuple(KeyColumn(k, by_name[k].data_type, by_name[k].charset, collations.get(k))
-                  for k in key),
-            compare_text,
-        )
-        try:
-            convert = [snapshot_converter(c, tinyint1_as_boolean) for c in columns]
-        except UnsupportedType as exc:
-            raise SourceError(f"{db}.{table}: {exc}, which the snapshot cannot read") from None
-        # Only the columns whose driver value is not already its JSON form are converted.
-        self.fixes = tuple((i, c.name, f) for i, (c, f) in enumerate(zip(columns, convert,
-                                                                         strict=True)) if f)
-        self.select = ", ".join(select_expression(c) for c in columns)
-        self.source = f"{quote(db)}.{quote(table)}"
-        self.order_by = ", ".join(quote(k) for k in key)
-
-    def row(self, values: tuple[Any, ...]) -> tuple[Key, dict[str, Any]]:
-        row = dict(zip(self.names, values, strict=True))
-        for i, name, fix in self.fixes:
-            value = values[i]
-            if value is not None:
-                row[name] = fix(value)
-        return {k: row[k] for k in self.key}, row
-
-
-def key_bytes(key: Key) -> bytes:
-    """The changelog key, byte-identical to the one binlog rows of the same key get."""
-    return orjson.dumps(key)
+# MySQL's dump thread sends nothing for the transactions it skips (those in the start set):
+# a heartbeat this often tells the window reader where the server has got to, so a window
+# with nothing to replay ends within it.
+WINDOW_HEARTBEAT_S = 0.05
+# engines whose consistent snapshot is a read view with a binlog position (MariaDB)
+MVCC_ENGINES = frozenset({"innodb"})
 
 
 class Snapshotter:
@@ -107,7 +57,21 @@ class Snapshotter:
         self._conn = connect(settings, retries=0, server_text=True)
         self._sql("SET SESSION time_zone = '+00:00'")
         self._sql("SET SESSION net_write_timeout = 3600")
+        if not self._catalog.is_mariadb:
+            self._require_ordered_commits()
         self._tables: dict[tuple[str, str], TableInfo] = {}
+
+    def _require_ordered_commits(self) -> None:
+        """MySQL's executed GTID set grows in binlog order only with binlog_order_commits
+        (the default); the chunk protocol relies on it (docs/decisions/0006)."""
+        value = self._sql("SELECT @@GLOBAL.binlog_order_commits")[0][0]
+        if str(value) not in ("1", "ON"):
+            raise SourceError(
+                "binlog_order_commits is OFF on the server, so transactions may become "
+                "visible in another order than the binlog's and a snapshot could not be "
+                "exact. Fix: SET PERSIST binlog_order_commits = ON (the default), or start "
+                "without a snapshot (scan.startup.mode: latest-offset)."
+            )
 
     def close(self) -> None:
         self._conn.close()
@@ -140,6 +104,9 @@ class Snapshotter:
             key = self._key_columns(db, table) or self._catalog.primary_key(db, table)
             hit = TableInfo(db, table, columns, collations, key, self.compare_text,
                             self._booleans)
+            engine = self._sql("SELECT ENGINE FROM information_schema.TABLES WHERE "
+                               "TABLE_SCHEMA=%s AND TABLE_NAME=%s", (db, table))
+            hit.mvcc = bool(engine) and str(engine[0][0]).lower() in MVCC_ENGINES
             self._tables[(db, table)] = hit
         return hit
 
@@ -177,25 +144,49 @@ class Snapshotter:
         return f" WHERE {after_condition(info.key)}", after_params(info.key, params)
 
     def read(self, chunk: Chunk) -> ChunkRows:
-        """The chunk's rows as of its high watermark (read, then reconciled)."""
+        """The chunk's rows as of its high watermark: a binlog position such that the rows
+        hold exactly the transactions before it (docs/decisions/0006-snapshot-read-views.md).
+
+        MariaDB tells the binlog position of a consistent-snapshot read view, so the rows
+        are read in one and that position is the watermark. MySQL does not: its executed
+        GTID set, read before the read view opens, holds only transactions committed in the
+        engine (so visible to the view), and every transaction outside it up to the binlog
+        head read after the SELECT is replayed onto the rows in binlog order."""
         info = self.info(chunk.db, chunk.table)
-        # The window reader starts after the low watermark: by GTID on MariaDB (the
-        # replication library cannot start MariaDB at a file position), else file:pos.
-        low_gtid = self._catalog.gtid_now() if self._catalog.is_mariadb else None
-        low = self._catalog.head()
-        rows: dict[bytes, tuple[Key, dict[str, Any]]] = {}
-        for values in self._select(info, chunk):
-            key, row = info.row(values)
-            rows[key_bytes(key)] = (key, row)
+        if self._catalog.is_mariadb and info.mvcc:
+            rows, high = self._read_in_view(info, chunk)
+            return ChunkRows(list(rows.values()), high, len(rows), 0)
+        # MySQL; or a MariaDB table without read views (MyISAM, Aria...), whose changes are
+        # visible before they are binlogged, so all of @@gtid_binlog_pos is visible too.
+        before_view = self._catalog.gtid_now()
+        rows, _ = self._read_in_view(info, chunk)
         selected = len(rows)
         high = self._catalog.head()
-        reconciled = 0
-        if high != low:
-            start = Position(gtid_set=low_gtid) if low_gtid else Position(file=low[0],
-                                                                           pos=low[1])
-            reconciled = self._reconcile(info, chunk, rows, start, high)
-        return ChunkRows([(k, key, row) for k, (key, row) in rows.items()], high, selected,
-                         reconciled)
+        reconciled = self._reconcile(info, chunk, rows, Position(gtid_set=before_view), high)
+        return ChunkRows(list(rows.values()), high, selected, reconciled)
+
+    def _read_in_view(self, info: TableInfo, chunk: Chunk
+                      ) -> tuple[dict[bytes, tuple[bytes, Key, dict[str, Any]]], BinlogPos]:
+        """The chunk's rows read in one consistent-snapshot transaction, and (MariaDB) the
+        binlog position of its read view."""
+        self._conn.ping(reconnect=True)  # never inside the transaction: a reconnect there
+        run = self._in_transaction       # would silently read outside the read view
+        run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        rows: dict[bytes, tuple[bytes, Key, dict[str, Any]]] = {}
+        try:
+            view = self._catalog.flavor.consistent_snapshot(run)
+            for values in self._select(info, chunk):
+                key, row = info.row(values)
+                k = key_bytes(key)
+                rows[k] = (k, key, row)
+        finally:
+            run("COMMIT")
+        return rows, view or ("", 0)
+
+    def _in_transaction(self, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
+        with self._conn.cursor() as cur:
+            cur.execute(sql, args)
+            return list(cur.fetchall())
 
     def _select(self, info: TableInfo, chunk: Chunk) -> Iterator[tuple[Any, ...]]:
         conditions: list[str] = []
@@ -212,25 +203,22 @@ class Snapshotter:
                                f"a snapshot chunk of {chunk.db}.{chunk.table}")
 
     def _reconcile(self, info: TableInfo, chunk: Chunk,
-                   rows: dict[bytes, tuple[Key, dict[str, Any]]], low: Position,
+                   rows: dict[bytes, tuple[bytes, Key, dict[str, Any]]], start: Position,
                    high: BinlogPos) -> int:
-        """Replay the binlog between the watermarks onto the chunk's rows."""
+        """Replay, in binlog order, every transaction from ``start`` (a GTID set) up to
+        ``high`` onto the chunk's rows. Full row images make a transaction the rows already
+        show harmless: the last image of a key before ``high`` wins."""
         reader = BinlogReader(
-            self._settings, self._server_id, low,
+            self._settings, self._server_id, start,
             lambda d, t: (d, t) == (chunk.db, chunk.table),
-            self._facts(info), self._catalog.is_mariadb, self._heartbeat,
+            self._facts(info), self._catalog.is_mariadb, WINDOW_HEARTBEAT_S,
         )
         applied = 0
         try:
             for ev in reader.events():
                 if isinstance(ev, Rows):
                     applied += self._apply(info, chunk, rows, ev)
-                    at = (ev.file, ev.pos)
-                elif isinstance(ev, TxCommit):
-                    at = (ev.file, ev.pos)
-                else:
-                    at = (getattr(ev, "file", ""), getattr(ev, "pos", 0))
-                if at >= high:
+                if (ev.file, ev.pos) >= high:
                     break
         finally:
             reader.close()
@@ -244,7 +232,7 @@ class Snapshotter:
         return facts
 
     def _apply(self, info: TableInfo, chunk: Chunk,
-               rows: dict[bytes, tuple[Key, dict[str, Any]]], ev: Rows) -> int:
+               rows: dict[bytes, tuple[bytes, Key, dict[str, Any]]], ev: Rows) -> int:
         plan = KeyPlan(ev.schema, ev.where)
         names = ev.schema.names
         applied = 0
@@ -257,6 +245,7 @@ class Snapshotter:
             if after is not None:
                 new = plan.key(after)
                 if info.order.within(new, chunk.after, chunk.upto):
-                    rows[key_bytes(new)] = (new, dict(zip(names, after, strict=True)))
+                    k = key_bytes(new)
+                    rows[k] = (k, new, dict(zip(names, after, strict=True)))
                     applied += 1
         return applied
