@@ -5,7 +5,7 @@ engine commit) and MariaDB's ``sync_binlog=1`` (an fsync between them).
 
 Writers update, delete, re-insert and re-key (primary-key updates across chunk boundaries,
 to lower and higher keys) rows of the table being snapshotted in small chunks, with
-parallelism 1 and 2. Per key the changelog must hold at most one snapshot state, then every
+parallelism 1, and 2 with a SIGKILL of capture mid-snapshot. Per key the changelog must hold at most one snapshot state, then every
 later change exactly once, and end equal to the server.
 
 ``CDC_INGEST_EXACTNESS_RUNS`` repeats each case (default 1; the issue's evidence is 20).
@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import os
 import random
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -194,6 +195,12 @@ def test_snapshot_is_exact_when_binlog_runs_ahead_of_visibility(
         time.sleep(0.5)
         proc = start_capture(config, log)
         try:
+            if parallelism == 2:  # and a SIGKILL mid-snapshot: the restart re-reads chunks
+                wait_for(lambda: log.read_text().count("snapshot chunk of") >= 20, timeout=120,
+                         what="20 chunks")
+                proc.send_signal(signal.SIGKILL)
+                proc.wait(30)
+                proc = start_capture(config, log)
             wait_for(lambda: "snapshot done" in log.read_text(), timeout=240,
                      what="snapshot done")
             time.sleep(1)
