@@ -16,6 +16,7 @@ from cdc_ingest.capture.snapshot.keyorder import (
 )
 from cdc_ingest.capture.snapshot.state import BinlogPos, Chunk, ChunkRows, Key
 from cdc_ingest.capture.snapshot.table import TableInfo, key_bytes
+from cdc_ingest.capture.snapshot.window import Window
 from cdc_ingest.capture.tablemap import CatalogLookup
 from cdc_ingest.errors import SourceError
 from cdc_ingest.model import Position
@@ -60,10 +61,18 @@ class Snapshotter:
         if not self._catalog.is_mariadb:
             self._require_ordered_commits()
         self._tables: dict[tuple[str, str], TableInfo] = {}
+        self._window = Window(self._catalog.gtid_now)  # MySQL: where the next window starts
 
     def _require_ordered_commits(self) -> None:
         """MySQL's executed GTID set grows in binlog order only with binlog_order_commits
         (the default); the chunk protocol relies on it (docs/decisions/0006)."""
+        gtid_mode = str(self._sql("SELECT @@GLOBAL.gtid_mode")[0][0]).upper()
+        if gtid_mode != "ON":
+            raise SourceError(
+                f"gtid_mode is {gtid_mode} on the server; the snapshot of a MySQL server "
+                "follows transactions by GTID. Fix: enable GTIDs (gtid_mode=ON, "
+                "enforce_gtid_consistency=ON; see docs/mysql-setup.md)."
+            )
         value = self._sql("SELECT @@GLOBAL.binlog_order_commits")[0][0]
         if str(value) not in ("1", "ON"):
             raise SourceError(
@@ -156,13 +165,15 @@ class Snapshotter:
         if self._catalog.is_mariadb and info.mvcc:
             rows, high = self._read_in_view(info, chunk)
             return ChunkRows(list(rows.values()), high, len(rows), 0)
-        # MySQL; or a MariaDB table without read views (MyISAM, Aria...), whose changes are
-        # visible before they are binlogged, so all of @@gtid_binlog_pos is visible too.
-        before_view = self._catalog.gtid_now()
+        # MariaDB here: a table without read views (MyISAM, Aria...); its changes are visible
+        # before they are binlogged, so all of @@gtid_binlog_pos is visible to the SELECT.
+        window = Window(self._catalog.gtid_now) if self._catalog.is_mariadb else self._window
+        start = window.start()
         rows, _ = self._read_in_view(info, chunk)
         selected = len(rows)
         high = self._catalog.head()
-        reconciled = self._reconcile(info, chunk, rows, Position(gtid_set=before_view), high)
+        reconciled = 0 if window.empty(high) else self._reconcile(
+            info, chunk, rows, window, start, high)
         return ChunkRows(list(rows.values()), high, selected, reconciled)
 
     def _read_in_view(self, info: TableInfo, chunk: Chunk
@@ -203,26 +214,20 @@ class Snapshotter:
                                f"a snapshot chunk of {chunk.db}.{chunk.table}")
 
     def _reconcile(self, info: TableInfo, chunk: Chunk,
-                   rows: dict[bytes, tuple[bytes, Key, dict[str, Any]]], start: Position,
-                   high: BinlogPos) -> int:
-        """Replay, in binlog order, every transaction from ``start`` (a GTID set) up to
-        ``high`` onto the chunk's rows. Full row images make a transaction the rows already
-        show harmless: the last image of a key before ``high`` wins."""
+                   rows: dict[bytes, tuple[bytes, Key, dict[str, Any]]], window: Window,
+                   start: Position, high: BinlogPos) -> int:
+        """Replay the window's transactions onto the chunk's rows. Full row images make a
+        transaction the rows already show harmless: the last image of a key wins."""
         reader = BinlogReader(
             self._settings, self._server_id, start,
             lambda d, t: (d, t) == (chunk.db, chunk.table),
             self._facts(info), self._catalog.is_mariadb, WINDOW_HEARTBEAT_S,
         )
-        applied = 0
         try:
-            for ev in reader.events():
-                if isinstance(ev, Rows):
-                    applied += self._apply(info, chunk, rows, ev)
-                if (ev.file, ev.pos) >= high:
-                    break
+            return window.replay(reader.events(), high,
+                                 lambda ev: self._apply(info, chunk, rows, ev))
         finally:
             reader.close()
-        return applied
 
     def _facts(self, info: TableInfo) -> CatalogLookup:
         def facts(db: str, table: str) -> tuple[frozenset[str], tuple[str, ...]]:
