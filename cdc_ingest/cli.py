@@ -118,10 +118,13 @@ def verify(config_path: Path, max_diffs: int) -> None:
 @config_option
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 def status(config_path: Path, as_json: bool) -> None:
-    """Show capture's position against the binlog head and the sink's lag per partition."""
+    """Show capture's position against the binlog head and the sink's lag per partition.
+
+    Exits 7 when the committed position is gone from the binlog, 3 when MySQL is unreachable
+    or refuses the login, 5 when Kafka fails; 0 otherwise."""
     import json
 
-    from cdc_ingest.commands.status import pipeline_status, render_text
+    from cdc_ingest.commands.status import exit_code, pipeline_status, render_text
     from cdc_ingest.config import load_pipeline
 
     report = pipeline_status(load_pipeline(config_path))
@@ -130,6 +133,9 @@ def status(config_path: Path, as_json: bool) -> None:
     else:
         for line in render_text(report):
             click.echo(line)
+    code = exit_code(report)
+    if code:
+        sys.exit(code)
 
 
 @cli.command()

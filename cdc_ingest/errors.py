@@ -69,6 +69,14 @@ class SinkError(CdcIngestError):
     exit_code = 5
 
 
+# What to do when capture's position is gone from the server's binlog (capture, status, start).
+PURGED_FIX = (
+    "start a new pipeline (a new pipeline.name) with scan.startup.mode: initial (a fresh "
+    "snapshot) or latest-offset (changes made meanwhile are missed), and raise "
+    "binlog_expire_logs_seconds"
+)
+
+
 class PositionPurgedError(SourceError):
     """The position to resume from is no longer in the server's binlog."""
 

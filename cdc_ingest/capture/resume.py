@@ -18,7 +18,13 @@ from cdc_ingest.capture.events import TxBegin
 from cdc_ingest.capture.options import CaptureOptions, StartupSpec
 from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.capture.snapshot.state import SnapshotState
-from cdc_ingest.errors import ConfigError, ConfigProblem, PositionPurgedError, SourceError
+from cdc_ingest.errors import (
+    PURGED_FIX,
+    ConfigError,
+    ConfigProblem,
+    PositionPurgedError,
+    SourceError,
+)
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import Catalog
 from cdc_ingest.mysql.gtid import advance_gtid_set, has_gtid
@@ -71,9 +77,7 @@ def start_position(options: CaptureOptions, store: PositionStore,
     if why is not None:
         raise PositionPurgedError(
             f"cannot resume capture of pipeline {options.pipeline!r} at "
-            f"{start.describe()!r}: {why}. Fix: restart with scan.startup.mode: "
-            "latest-offset and a new pipeline.name (changes made meanwhile are missed "
-            "unless you snapshot again), and raise binlog_expire_logs_seconds."
+            f"{start.describe()!r}: {why}. Fix: {PURGED_FIX}."
         )
     return start, skip_before_s
 

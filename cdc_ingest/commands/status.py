@@ -16,8 +16,9 @@ import pymysql
 
 from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.config import PipelineDef
-from cdc_ingest.errors import CdcIngestError
+from cdc_ingest.errors import PURGED_FIX, CdcIngestError, PositionPurgedError, SourceError
 from cdc_ingest.kafka import client_config, read_topic
+from cdc_ingest.kafka.errors import KafkaClientError
 from cdc_ingest.kafka.offsets import GroupOffsets
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import Catalog, connect, connection_settings
@@ -30,6 +31,8 @@ class CaptureStatus:
     behind_bytes: int | None = None
     behind_seconds: float | None = None
     error: str | None = None
+    purged: str | None = None  # why the committed position cannot be resumed
+    exit_code: int = 0  # of what went wrong (0: nothing)
 
 
 @dataclass
@@ -90,14 +93,24 @@ def capture_status(defn: PipelineDef, kafka: dict[str, Any]) -> CaptureStatus:
         finally:
             catalog.close()
         if status.position is not None:
+            catalog = Catalog(connection_settings(defn.source), retries=0)
+            try:
+                status.purged = catalog.purged_before(status.position)
+            finally:
+                catalog.close()
+        if status.position is not None and status.purged is None:
             behind = _bytes_behind(defn, status.position, status.head)
             status.behind_bytes = behind
             if behind == 0:
                 status.behind_seconds = 0.0
             elif status.position.ts_ms:
                 status.behind_seconds = max(time.time() - status.position.ts_ms / 1000, 0.0)
-    except (CdcIngestError, pymysql.MySQLError) as exc:
-        status.error = str(exc)
+    except CdcIngestError as exc:
+        status.error, status.exit_code = str(exc), exc.exit_code
+    except pymysql.MySQLError as exc:
+        status.error, status.exit_code = str(exc), SourceError.exit_code
+    if status.purged is not None:
+        status.exit_code = PositionPurgedError.exit_code
     return status
 
 
@@ -179,6 +192,9 @@ def _capture_lines(capture: CaptureStatus) -> list[tuple[str, str]]:
         size = "?" if capture.behind_bytes is None else f"{capture.behind_bytes} bytes"
         secs = "?" if capture.behind_seconds is None else f"{capture.behind_seconds:.1f} s"
         rows.append(("capture behind", f"{size}, {secs}"))
+    if capture.purged:
+        rows.append(("capture PURGED", f"the committed position cannot be resumed: "
+                     f"{capture.purged}. Fix: {PURGED_FIX}"))
     if capture.error:
         rows.append(("capture error", capture.error))
     return rows
@@ -202,6 +218,14 @@ def render_text(status: PipelineStatus) -> list[str]:
     if sink.error:
         lines.append(f"{'sink error':<{width}}{sink.error}")
     return lines
+
+
+def exit_code(status: PipelineStatus) -> int:
+    """0 when nothing is wrong; else the exit code of what is (7 a purged position, 3 MySQL
+    unreachable or the login rejected, 5 Kafka)."""
+    if status.capture.exit_code:
+        return status.capture.exit_code
+    return KafkaClientError.exit_code if status.sink.error else 0
 
 
 def _num(value: int | None) -> str:

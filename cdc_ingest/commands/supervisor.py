@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from cdc_ingest.errors import CdcIngestError
+from cdc_ingest.errors import PURGED_FIX, CdcIngestError, ConfigError, PositionPurgedError
+from cdc_ingest.kafka.errors import FencedError
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,20 @@ def _wait_stopped(child: _Child) -> int:
         return child.proc.wait()
 
 
+def next_step(child: str, code: int) -> str:
+    """What to do after ``child`` exited with ``code``: it matches the child's error."""
+    if code == PositionPurgedError.exit_code:
+        return (f"Starting again would fail the same way: {child}'s committed position is "
+                f"gone from the server's binlog. Fix: {PURGED_FIX}.")
+    if code == ConfigError.exit_code:
+        return "Correct the pipeline file as the errors above say, then start again."
+    if code == FencedError.exit_code:
+        return (f"Another {child} of this pipeline took over; run one `cdc-ingest start` per "
+                "pipeline.name.")
+    return (f"Fix what {child} reported and run `cdc-ingest start` again: it resumes from the "
+            "committed positions.")
+
+
 def run_start(config: Path, sink_args: list[str] | None = None) -> None:
     """Run capture and sink until one exits or a stop signal arrives."""
     stopping = False
@@ -96,8 +111,7 @@ def run_start(config: Path, sink_args: list[str] | None = None) -> None:
         said = " (its error is above)" if code > 0 else ""
         raise ChildFailed(
             f"{failed.name} {_describe(code)}{said}, so the pipeline stopped ({others} after "
-            f"being asked to stop). Fix what {failed.name} reported and run `cdc-ingest "
-            "start` again: it resumes from the committed positions."
+            f"being asked to stop). {next_step(failed.name, code)}"
         )
     bad = {n: c for n, c in codes.items() if c != 0}
     if bad:

@@ -12,9 +12,12 @@ import pytest
 from tests.conftest import admin_conn
 from tests.integration.flavors import Source, binlog_head
 from tests.integration.pipeline_helpers import (
+    changelog,
     cli,
     gtid_now,
+    rows_of,
     start_capture,
+    stop,
     wait_for,
     write_pipeline,
 )
@@ -156,6 +159,61 @@ def test_keyless_table_stops_capture_with_table_and_position(
     assert "binlog mysql-bin." in text and "tables.key-columns" in text
 
 
+def _purge_all_but_current(cur: Any, source: Source) -> None:
+    cur.execute("FLUSH BINARY LOGS")
+    current = binlog_head(source)[0]
+
+    # MariaDB keeps a file until its binlog checkpoint is written: retry briefly.
+    def purged() -> bool:
+        cur.execute(f"PURGE BINARY LOGS TO '{current}'")
+        cur.execute("SHOW BINARY LOGS")
+        return bool(cur.fetchone()[0] == current)
+
+    wait_for(purged, timeout=30, what="older binlog files purged")
+
+
+def test_status_and_start_say_a_committed_position_was_purged_and_a_login_rejected(
+    source: Source, kafka: Any, keyed_db: str, tmp_path: Path
+) -> None:
+    """A committed position whose binlog is gone: `status` flags it (exit 7) and `start`'s
+    closing line does not promise a resume it cannot make; a rejected login: exit 3."""
+    name = f"gone-{keyed_db}"
+    config = write_pipeline(tmp_path / "p.yaml", source, kafka, name, rf"{keyed_db}.t")
+    log = tmp_path / "capture.log"
+    proc = start_capture(config, log)
+    try:
+        wait_for(lambda: "starts at" in log.read_text(), 60, "capture to start")
+        with admin_conn(source, keyed_db) as conn, conn.cursor() as cur:
+            cur.execute("INSERT INTO t VALUES (1, 1)")
+            conn.commit()
+        wait_for(lambda: rows_of(changelog(kafka, name)), 60, "the row in the changelog")
+    finally:
+        assert stop(proc) == 0, log.read_text()[-2000:]
+    healthy = cli("status", "--config", str(config))
+    assert healthy.returncode == 0, healthy.stdout + healthy.stderr
+    with admin_conn(source, keyed_db) as conn, conn.cursor() as cur:
+        cur.execute("INSERT INTO t VALUES (2, 2)")  # made while capture is away, then purged
+        conn.commit()
+        _purge_all_but_current(cur, source)
+
+    status = cli("status", "--config", str(config))
+    assert status.returncode == 7, status.stdout + status.stderr
+    assert "capture PURGED" in status.stdout and source.facts.purged in status.stdout
+    assert "a new pipeline.name" in status.stdout, status.stdout
+    started = cli("start", "--config", str(config), timeout=180)
+    said = started.stdout + started.stderr
+    assert started.returncode == 9, said[-3000:]
+    assert "capture exited with code 7" in said and "it resumes" not in said, said[-3000:]
+    assert "Starting again would fail the same way" in said and "a new pipeline.name" in said
+
+    stranger = write_pipeline(tmp_path / "s.yaml", source, kafka, name, rf"{keyed_db}.t",
+                              user="nobody")
+    rejected = cli("status", "--config", str(stranger))
+    assert rejected.returncode == 3, rejected.stdout + rejected.stderr
+    assert "capture error" in rejected.stdout and "nobody" in rejected.stdout
+    assert "Traceback" not in rejected.stdout + rejected.stderr
+
+
 def test_purged_position_is_a_clear_error(
     source: Source, kafka: Any, keyed_db: str, tmp_path: Path
 ) -> None:
@@ -164,15 +222,7 @@ def test_purged_position_is_a_clear_error(
     with conn.cursor() as cur:
         cur.execute("INSERT INTO t VALUES (1, 1)")
         conn.commit()
-        cur.execute("FLUSH BINARY LOGS")
-        current = binlog_head(source)[0]
-        # MariaDB keeps a file until its binlog checkpoint is written: retry briefly.
-        def purged() -> bool:
-            cur.execute(f"PURGE BINARY LOGS TO '{current}'")
-            cur.execute("SHOW BINARY LOGS")
-            return bool(cur.fetchone()[0] == current)
-
-        wait_for(purged, timeout=30, what="older binlog files purged")
+        _purge_all_but_current(cur, source)
     config = write_pipeline(
         tmp_path / "p.yaml", source, kafka, f"purged-{keyed_db}", rf"{keyed_db}.t",
         source={"scan.startup.mode": "specific-offset",
