@@ -19,7 +19,7 @@ from cdc_ingest.capture.binlog import BinlogReader
 from cdc_ingest.capture.binlog_errors import ReplicaTakenOver
 from cdc_ingest.capture.checkpoint import Checkpoint
 from cdc_ingest.capture.ddl import tables_of
-from cdc_ingest.capture.encode import KEEP_NEW, KEEP_OLD, Encoders, KeyPlan
+from cdc_ingest.capture.encode import KEEP_ALL, KEEP_NEW, KEEP_OLD, Encoders, KeyPlan
 from cdc_ingest.capture.events import Ddl, Heartbeat, Rows, TxBegin, TxCommit
 from cdc_ingest.capture.progress import Progress
 from cdc_ingest.capture.resume import Transactions
@@ -128,10 +128,14 @@ class BinlogPhase:
         key_of = plan.key
 
         def keep(before: list[Any] | None, after: list[Any] | None) -> int:
+            old = key_of(before) if before is not None else None
+            new = key_of(after) if after is not None else None
+            if old is not None and old == new:  # an update that keeps its key: one question
+                return 0 if covered(db, table, old, at) else KEEP_ALL
             halves = 0
-            if before is not None and not covered(db, table, key_of(before), at):
+            if old is not None and not covered(db, table, old, at):
                 halves |= KEEP_OLD
-            if after is not None and not covered(db, table, key_of(after), at):
+            if new is not None and not covered(db, table, new, at):
                 halves |= KEEP_NEW
             return halves
 

@@ -90,14 +90,10 @@ def capture_status(defn: PipelineDef, kafka: dict[str, Any]) -> CaptureStatus:
         catalog = Catalog(connection_settings(defn.source), retries=0)
         try:
             status.head = catalog.latest()
+            if status.position is not None:
+                status.purged = catalog.purged_before(status.position)
         finally:
             catalog.close()
-        if status.position is not None:
-            catalog = Catalog(connection_settings(defn.source), retries=0)
-            try:
-                status.purged = catalog.purged_before(status.position)
-            finally:
-                catalog.close()
         if status.position is not None and status.purged is None:
             behind = _bytes_behind(defn, status.position, status.head)
             status.behind_bytes = behind

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import admin_conn
+from tests.integration.flavors import gtid_now
 from tests.integration.pipeline_helpers import (
     changelog,
     cli,
@@ -86,12 +87,6 @@ class JsonWorkload(Workload):
             self._record(table, i, "+U", self.live[table][i])
 
 
-def _variables(server: Any, *names: str) -> dict[str, str]:
-    with admin_conn(server) as conn, conn.cursor() as cur:
-        cur.execute("SELECT " + ", ".join(f"@@GLOBAL.{n}" for n in names))
-        return dict(zip(names, map(str, cur.fetchone()), strict=True))
-
-
 @pytest.mark.parametrize("compressed", [True, False], ids=["compressed", "uncompressed"])
 def test_partial_json_tagged_gtids_and_compression_exactly_once_under_sigkill(
     mysql: Any, kafka: Any, fresh_mysql_db: str, tmp_path: Path, compressed: bool
@@ -110,7 +105,7 @@ def test_partial_json_tagged_gtids_and_compression_exactly_once_under_sigkill(
     with admin_conn(mysql) as conn, conn.cursor() as cur:
         cur.execute("SHOW BINARY LOG STATUS")
         first_binlog = cur.fetchone()[0]
-    start = _variables(mysql, "gtid_executed")["gtid_executed"].replace("\n", "")
+    start = gtid_now(mysql)
     config = write_pipeline(
         tmp_path / "p.yaml", mysql, kafka, name, rf"{fresh_mysql_db}.k[ab]",
         source={"scan.startup.mode": "specific-offset",
@@ -210,7 +205,7 @@ def test_sigkill_inside_a_compressed_transaction_resumes_exactly_once(
         cur.execute("SET gtid_next = 'AUTOMATIC:t_start'")  # the start set has a tag
         cur.execute("CREATE TABLE big (id INT PRIMARY KEY, v INT NOT NULL)")
         cur.execute("SET gtid_next = 'AUTOMATIC'")
-    start = _variables(mysql, "gtid_executed")["gtid_executed"].replace("\n", "")
+    start = gtid_now(mysql)
     assert ":t_start:" in start
     with admin_conn(mysql, fresh_mysql_db) as conn, conn.cursor() as cur:
         cur.execute("SET SESSION binlog_transaction_compression = ON")
