@@ -25,7 +25,7 @@ from cdc_ingest.errors import CdcIngestError
 from cdc_ingest.kafka import read_topic
 from cdc_ingest.services import KafkaBroker, MariaDB, cache_dir
 
-ROUTE = Path(__file__).resolve().parent.parent / "routes" / "shop-demo.yaml"
+ROUTE = Path(__file__).resolve().parents[2] / "routes" / "shop-demo.yaml"
 
 SCHEMA = (
     "CREATE DATABASE IF NOT EXISTS shop",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from cdc_ingest.commands.demo import ROUTE
 from cdc_ingest.config import DeliveryGuarantee, StartupMode, load_pipeline
 
 ROUTES_DIR = Path(__file__).resolve().parents[2] / "routes"
@@ -114,3 +115,9 @@ def test_environment_overrides_the_defaults() -> None:
     defn = load_pipeline(path, env)
     assert defn.sink.properties["bootstrap.servers"] == "k1:9092,k2:9092"
     assert defn.source.port == 3307
+
+
+def test_the_demo_runs_the_library_file() -> None:
+    """`cdc-ingest demo` starts the pipeline of routes/shop-demo.yaml (its path broke once
+    when the module moved)."""
+    assert ROUTE == ROUTES_DIR / "shop-demo.yaml" and ROUTE.is_file()
