@@ -47,3 +47,23 @@ def tables_of(sql: str, default_db: str) -> list[tuple[str, str]]:
             out.append(_qualified(pair.group("b"), default_db))
         return out
     return []
+
+
+_ACTION = re.compile(
+    r"^\s*(?P<verb>CREATE|ALTER|DROP|TRUNCATE|RENAME)\b(?P<rest>.*)$", re.IGNORECASE | re.DOTALL
+)
+_OR_REPLACE = re.compile(r"^\s*OR\s+REPLACE\b", re.IGNORECASE)
+
+
+def action_of(sql: str) -> str:
+    """What a table DDL statement does: ``truncate``, ``drop``, ``replace`` (MariaDB's
+    ``CREATE OR REPLACE TABLE``: the old table and its rows are gone), ``create``, ``alter``,
+    ``rename``; ``other`` for anything else."""
+    body = re.sub(r"/\*.*?\*/", " ", sql, flags=re.DOTALL)
+    match = _ACTION.match(body)
+    if match is None:
+        return "other"
+    verb = match.group("verb").lower()
+    if verb == "create" and _OR_REPLACE.match(match.group("rest")):
+        return "replace"
+    return verb

@@ -18,15 +18,16 @@ from typing import Any
 from cdc_ingest.capture.binlog import BinlogReader
 from cdc_ingest.capture.binlog_errors import ReplicaTakenOver
 from cdc_ingest.capture.checkpoint import Checkpoint
-from cdc_ingest.capture.ddl import tables_of
+from cdc_ingest.capture.ddl import action_of, tables_of
 from cdc_ingest.capture.encode import KEEP_ALL, KEEP_NEW, KEEP_OLD, Encoders, KeyPlan
 from cdc_ingest.capture.events import Ddl, Heartbeat, Rows, TxBegin, TxCommit
 from cdc_ingest.capture.progress import Progress
 from cdc_ingest.capture.resume import Transactions
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
+from cdc_ingest.errors import SourceError
 from cdc_ingest.kafka import TransactionalProducer
 from cdc_ingest.model import Position
-from cdc_ingest.model.changelog import ddl_value
+from cdc_ingest.model.changelog import EMPTIES_TABLE, ddl_value
 from cdc_ingest.mysql import Catalog
 
 log = logging.getLogger(__name__)
@@ -162,7 +163,17 @@ class BinlogPhase:
             if not self._captured(db, table):
                 continue
             log.info("DDL on %s.%s at %s:%s: %s", db, table, ev.file, ev.pos, ev.sql[:200])
-            value = ddl_value(db, table, ev.sql, ev.ts * 1000, f"{ev.file}:{ev.pos}")
+            action = action_of(ev.sql)
+            if (action in EMPTIES_TABLE and self._filter is not None
+                    and self._filter.reaches(db, table, (ev.file, ev.pos))):
+                raise SourceError(
+                    f"{action.upper()} of {db}.{table} at binlog {ev.file}:{ev.pos} ran while "
+                    "the snapshot of that table was being read, so some of its snapshot rows "
+                    "are from after the statement and cannot be put in order with it. Fix: "
+                    "start the pipeline again from scratch (delete its state and sink topics; "
+                    "scan.startup.mode: initial), without emptying tables during the snapshot"
+                )
+            value = ddl_value(db, table, ev.sql, ev.ts * 1000, f"{ev.file}:{ev.pos}", action)
             self._checkpoint.open()
             # Every partition gets it, in order with the rows around it.
             for partition in range(self._partitions):

@@ -31,23 +31,21 @@ class Message:
 
 
 def read_topic(
-    config: dict[str, Any], topic: str, timeout_s: float = 30.0
+    config: dict[str, Any], topic: str, timeout_s: float = 30.0, settled: bool = False
 ) -> Iterator[Message]:
     """Every committed message of ``topic`` from the beginning to its current end.
 
-    The end is each partition's last stable offset when reading starts, so the read
-    terminates even while producers keep writing.
+    The end is each partition's last stable offset when reading starts (what a
+    read_committed consumer is told as its high watermark), so the read terminates even
+    while producers keep writing. ``settled``: the end is each partition's true high
+    watermark instead, and the read waits until every transaction below it is decided,
+    so it sees all that was committed before it began, including a transaction whose commit
+    returned a moment ago (the broker writes commit markers after the commit returns).
     """
-    consumer = Consumer(
-        {
-            **config,
-            "group.id": f"cdc-ingest-reader-{uuid.uuid4().hex}",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "auto.offset.reset": "earliest",
-            "enable.partition.eof": True,
-        }
-    )
+    consumer = _consumer(config, "read_committed")
+    # A read_committed consumer's high watermark is the last stable offset; settling needs
+    # the true end, which only a read_uncommitted one is told.
+    ends_of = _consumer(config, "read_uncommitted") if settled else consumer
     try:
         meta = consumer.list_topics(topic, timeout=timeout_s)
         info = meta.topics.get(topic)
@@ -55,17 +53,32 @@ def read_topic(
             return
         ends: dict[int, int] = {}
         for p in info.partitions:
-            low, high = watermarks(consumer, TopicPartition(topic, p), timeout_s)
+            low, high = watermarks(ends_of, TopicPartition(topic, p), timeout_s)
             if high > low:
                 ends[p] = high
         if not ends:
             return
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
-        yield from _drain(consumer, ends, timeout_s)
+        yield from _drain(consumer, topic, ends, timeout_s, settled)
     except KafkaException as exc:
         raise KafkaClientError(f"cannot read topic {topic}: {exc}") from exc
     finally:
         consumer.close()
+        if ends_of is not consumer:
+            ends_of.close()
+
+
+def _consumer(config: dict[str, Any], isolation: str) -> Consumer:
+    return Consumer(
+        {
+            **config,
+            "group.id": f"cdc-ingest-reader-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": True,
+        }
+    )
 
 
 # A partition whose leader is moving or not yet elected (a topic created a moment ago, a
@@ -98,12 +111,16 @@ def watermarks(consumer: Any, partition: TopicPartition, timeout_s: float) -> tu
         delay = min(delay * 2, 1.0)
 
 
-def _drain(consumer: Consumer, ends: dict[int, int], timeout_s: float) -> Iterator[Message]:
+def _drain(consumer: Consumer, topic: str, ends: dict[int, int], timeout_s: float,
+           settled: bool) -> Iterator[Message]:
     pending = dict(ends)
     idle = 0.0
     while pending:
         msg = consumer.poll(0.5)
         if msg is None:
+            if settled:  # moving past commit markers alone may bring no new EOF event
+                for part in [p for p in pending if _position(consumer, topic, p) >= pending[p]]:
+                    pending.pop(part)
             idle += 0.5
             if idle > timeout_s:
                 raise KafkaClientError(f"timed out reading {sorted(pending)} partitions")
@@ -113,7 +130,8 @@ def _drain(consumer: Consumer, ends: dict[int, int], timeout_s: float) -> Iterat
         part = msg.partition() or 0
         if error is not None:
             if error.code() == KafkaError._PARTITION_EOF:
-                pending.pop(part, None)
+                if not settled or _position(consumer, topic, part) >= pending.get(part, 0):
+                    pending.pop(part, None)
                 continue
             raise KafkaClientError(f"reading failed: {error}")
         offset = msg.offset() or 0
@@ -128,6 +146,11 @@ def _drain(consumer: Consumer, ends: dict[int, int], timeout_s: float) -> Iterat
             headers=_headers(msg.headers()),
             timestamp_ms=msg.timestamp()[1],
         )
+
+
+def _position(consumer: Consumer, topic: str, partition: int) -> int:
+    """The next offset the consumer reads: past every decided record, at most the LSO."""
+    return int(consumer.position([TopicPartition(topic, partition)])[0].offset)
 
 
 def _headers(raw: Any) -> tuple[tuple[str, bytes], ...]:

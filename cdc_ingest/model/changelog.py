@@ -13,7 +13,9 @@ One Kafka message per row change in the pipeline's changelog topic:
   ``op`` is one of :class:`Op`; ``before``/``after`` are the row images (``null`` where the
   op has none), already in their output JSON form (docs/changelog-format.md); ``ts_ms`` is
   the binlog event time; ``pos`` is ``<transaction>#<row number in it>`` for binlog rows and
-  ``snapshot`` for snapshot rows. DDL records add ``"ddl":"<statement>"``.
+  ``snapshot`` for snapshot rows. DDL records add ``"ddl":"<statement>"`` and
+  ``"action"`` (``truncate``, ``drop``, ``replace``, ``create``, ``alter``, ``rename``,
+  ``other``); the sink tombstones a table's keys after ``truncate``/``drop``/``replace``.
 
 A key-changing UPDATE travels as ``-D`` of the old key then ``+I`` of the new one. The format
 is versioned by ``v``; a reader refuses a version it does not know
@@ -79,11 +81,12 @@ def snapshot_value(db: str, table: str, pk: dict[str, Any], row: dict[str, Any],
     return row_value(Op.INSERT, db, table, pk, None, row, ts_ms, SNAPSHOT_POS)
 
 
-def ddl_value(db: str, table: str, sql: str, ts_ms: int, pos: str) -> bytes:
-    """A DDL record's value (it has no key; it goes to every partition)."""
+def ddl_value(db: str, table: str, sql: str, ts_ms: int, pos: str, action: str) -> bytes:
+    """A DDL record's value (it has no key; it goes to every partition). ``action`` is what
+    the statement does to the table (``capture.ddl.action_of``)."""
     return orjson.dumps({"v": CHANGELOG_VERSION, "op": Op.DDL.value, "db": db, "table": table,
                          "pk": None, "before": None, "after": None, "ts_ms": ts_ms,
-                         "pos": pos, "ddl": sql})
+                         "pos": pos, "ddl": sql, "action": action})
 
 
 # -- reading -------------------------------------------------------------------------------
@@ -114,8 +117,24 @@ class ColumnsRecord(msgspec.Struct):
     ts_ms: int
 
 
+# DDL actions after which a table's earlier rows are gone: the sink tombstones every key of
+# the table in its topics (docs/output-contract.md, "Schema changes").
+EMPTIES_TABLE = frozenset({"truncate", "drop", "replace"})
+
+
+class DdlRecord(msgspec.Struct):
+    """A DDL record as the sink reads it (decoded only for records whose ``op`` is DDL)."""
+
+    db: str
+    table: str
+    ddl: str
+    pos: str
+    action: str = "other"
+
+
 decode_record = msgspec.json.Decoder(RawRecord).decode
 decode_record_columns = msgspec.json.Decoder(ColumnsRecord).decode
+decode_ddl = msgspec.json.Decoder(DdlRecord).decode
 
 
 def check_version(v: int) -> None:

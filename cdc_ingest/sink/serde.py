@@ -22,7 +22,13 @@ from collections.abc import Callable
 import msgspec
 import orjson
 
-from cdc_ingest.model.changelog import check_version, decode_record, decode_record_columns
+from cdc_ingest.model.changelog import (
+    DdlRecord,
+    check_version,
+    decode_ddl,
+    decode_record,
+    decode_record_columns,
+)
 
 Headers = list[tuple[str, bytes]]
 Topics = Callable[[str, str], tuple[str, ...]]
@@ -51,6 +57,12 @@ class SinkSerde:
         self._except_key = except_key
         self._with_headers = with_headers
         self._routes: dict[tuple[str | None, str | None], _Route] = {}
+        # the DDL record :meth:`add` met last; the caller takes it (and sets it back to None)
+        self.ddl: DdlRecord | None = None
+
+    def route(self, db: str, table: str) -> _Route:
+        """A table's topics, headers and ``db.table`` name."""
+        return self._routes.get((db, table)) or self._route(db, table)
 
     def _route(self, db: str | None, table: str | None) -> _Route:
         if db is None or table is None:
@@ -65,15 +77,16 @@ class SinkSerde:
 
     def add(self, out: list[SinkMessage], key: bytes | None, value: bytes) -> int:
         """Append the messages of one changelog record to ``out``: one per routed topic,
-        none for DDL. Returns the record's ``ts_ms``. Raises ``ValueError`` (a
-        ``msgspec.DecodeError``, or a ``ChangelogVersionError``) for a value that is not a
-        changelog record of this version."""
+        none for DDL (kept in :attr:`ddl` instead). Returns the record's ``ts_ms``. Raises
+        ``ValueError`` (a ``msgspec.DecodeError``, or a ``ChangelogVersionError``) for a
+        value that is not a changelog record of this version."""
         if self._except_key:
             return self._add_except_key(out, key, value)
         record = decode_record(value)
         check_version(record.v)
         op, ts = record.op, record.ts_ms
         if op == "DDL":
+            self.ddl = decode_ddl(value)
             return ts
         route = self._routes.get((record.db, record.table))
         if route is None:
@@ -93,6 +106,7 @@ class SinkSerde:
         check_version(record.v)
         op, ts = record.op, record.ts_ms
         if op == "DDL":
+            self.ddl = decode_ddl(value)
             return ts
         route = self._routes.get((record.db, record.table))
         if route is None:

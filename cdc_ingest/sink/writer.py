@@ -16,7 +16,7 @@ from __future__ import annotations
 import atexit
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
@@ -24,7 +24,9 @@ from typing import Any
 from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka import PlainProducer, TransactionalProducer
 from cdc_ingest.kafka.offsets import GroupOffsets, offset_list
+from cdc_ingest.model.changelog import EMPTIES_TABLE, DdlRecord
 from cdc_ingest.sink.changelog import ChangelogBatches, Columns, row_columns
+from cdc_ingest.sink.resets import reset_messages
 from cdc_ingest.sink.serde import SinkMessage, SinkSerde, last_per_key
 from cdc_ingest.sink.settings import SinkSettings
 from cdc_ingest.sink.topics import SinkTopics
@@ -97,6 +99,18 @@ def _plain(settings: SinkSettings) -> PlainProducer:
     return producer
 
 
+def _serde(settings: SinkSettings, group: GroupOffsets,
+           partition: int) -> tuple[SinkSerde, Reset]:
+    """The task's serde, and what it does at a DDL record that empties a table."""
+    serde = SinkSerde(settings.router.sink_topics, settings.except_key, settings.with_headers)
+
+    def reset(ddl: DdlRecord, ts_ms: int) -> list[SinkMessage]:
+        changelog_partitions = len(group.partitions(settings.changelog_topic))
+        return reset_messages(settings, serde, changelog_partitions, partition, ddl, ts_ms)
+
+    return serde, reset
+
+
 def committed_offsets(settings: SinkSettings) -> dict[int, int]:
     """The sink group's committed offset per changelog partition ({} when it has none)."""
     group = _group(settings)
@@ -142,13 +156,19 @@ def write_partition(settings: SinkSettings, rows: Iterable[Any]) -> dict[str, An
     return counters.as_dict()
 
 
+# reset(ddl record, ts_ms) -> the tombstones of a table a DDL record emptied (sink/resets.py)
+Reset = Callable[[DdlRecord, int], list[SinkMessage]]
+
+
 def _chunks(
-    settings: SinkSettings, counters: _Counters, batches: Iterator[tuple[int, Columns]],
-    start: int,
+    settings: SinkSettings, serde: SinkSerde, counters: _Counters,
+    batches: Iterator[tuple[int, Columns]], start: int, reset: Reset,
 ) -> Iterator[tuple[list[SinkMessage], int]]:  # fmt: skip
     """Records at or after ``start`` as (messages, last offset) chunks bounded in rows and
-    time. The per-record loop: everything it can is looked up once, before it."""
-    add = SinkSerde(settings.router.sink_topics, settings.except_key, settings.with_headers).add
+    time. The per-record loop: everything it can is looked up once, before it. A DDL record
+    that empties a table is a chunk of its own, the table's tombstones, made only once the
+    caller has committed the chunk before it (a generator resumes after the caller's work)."""
+    add = serde.add
     monotonic = time.monotonic
     limit = settings.max_tx_rows
     if settings.buffer_max_rows:
@@ -158,6 +178,7 @@ def _chunks(
     messages: list[SinkMessage] = []
     began = monotonic()
     last = previous = -1
+    pending = False  # records since the last chunk
     max_ts = counters.max_event_ts_ms
     for batch_partition, (offsets, keys, values) in batches:
         if batch_partition != partition:
@@ -186,18 +207,31 @@ def _chunks(
                 ) from exc
             if ts > max_ts:  # noqa: PLR1730 - cheaper than calling max() per record
                 max_ts = ts
-            last = offset
+            if serde.ddl is not None:
+                ddl, serde.ddl = serde.ddl, None
+                log.info("changelog partition %d offset %d: DDL on %s.%s at binlog %s: %s",
+                         partition, offset, ddl.db, ddl.table, ddl.pos, ddl.ddl[:300])
+                if ddl.action in EMPTIES_TABLE:
+                    counters.max_event_ts_ms = max_ts
+                    if pending:
+                        yield messages, last
+                    yield reset(ddl, ts), offset
+                    messages, began, last, pending = [], monotonic(), offset, False
+                    continue
+            last, pending = offset, True
             if len(messages) >= limit or monotonic() - began >= max_seconds:
                 counters.max_event_ts_ms = max_ts
                 yield messages, last
-                messages, began = [], monotonic()
+                messages, began, pending = [], monotonic(), False
     counters.max_event_ts_ms = max_ts
-    if last >= 0:
+    if pending:
         yield messages, last
 
 
 def _produce(producer: TransactionalProducer | PlainProducer, settings: SinkSettings,
              counters: _Counters, messages: list[SinkMessage]) -> None:
+    if not messages:
+        return
     if settings.buffer_max_rows:
         messages = last_per_key(messages)
     topics = _sink_topics(settings)
@@ -225,7 +259,8 @@ def _exactly_once(
         group = _group(settings)
         # 2. What earlier attempts committed: rows below it are already in the sink topics.
         start = group.committed(settings.changelog_topic, [partition]).get(partition, 0)
-        for messages, last in _chunks(settings, counters, batches, start):
+        serde, reset = _serde(settings, group, partition)
+        for messages, last in _chunks(settings, serde, counters, batches, start, reset):
             # 3. One transaction: the sink records and the next input offset, or neither.
             producer.begin()
             try:
@@ -254,7 +289,8 @@ def _at_least_once(
     producer = _plain(settings)
     group = _group(settings)
     start = group.committed(settings.changelog_topic, [partition]).get(partition, 0)
-    for messages, last in _chunks(settings, counters, batches, start):
+    serde, reset = _serde(settings, group, partition)
+    for messages, last in _chunks(settings, serde, counters, batches, start, reset):
         _produce(producer, settings, counters, messages)
         began = time.monotonic()
         producer.flush()

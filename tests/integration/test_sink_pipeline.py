@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from cdc_ingest.kafka import TopicAdmin
+from cdc_ingest.kafka.partition import java_partition
 from tests.conftest import admin_conn
 from tests.integration.pipeline_helpers import (
     cli,
@@ -16,7 +17,6 @@ from tests.integration.pipeline_helpers import (
     wait_for,
     write_pipeline,
 )
-from tests.murmur2 import java_partition
 
 
 def _latest(messages: list[Any]) -> dict[bytes, bytes | None]:

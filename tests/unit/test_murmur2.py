@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.murmur2 import murmur2
+from cdc_ingest.kafka.partition import murmur2
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from typing import Any
+from unittest.mock import ANY
 
 import orjson
 import pyarrow as pa
@@ -36,6 +37,13 @@ def _batch(partition: int, offsets: list[int]) -> pa.RecordBatch:
         "key": pa.array([orjson.dumps({"id": o}) for o in offsets], pa.binary()),
         "value": pa.array([_value(o) for o in offsets], pa.binary()),
     })  # fmt: skip
+
+
+def _chunks(settings: writer.SinkSettings, counters: Any, batches: Any, start: int,
+            reset: Any = None) -> Any:
+    serde = writer.SinkSerde(settings.router.sink_topics, settings.except_key,
+                             settings.with_headers)
+    return writer._chunks(settings, serde, counters, batches, start, reset or (lambda *a: []))
 
 
 def _settings(**changes: Any) -> writer.SinkSettings:
@@ -69,7 +77,7 @@ def test_a_task_with_two_partitions_is_refused() -> None:
     counters = writer._Counters(partition=0)
     split = iter([(0, ([1], [b"k"], [_value(1)])), (1, ([2], [b"k"], [_value(2)]))])
     with pytest.raises(SinkError, match="partitions"):
-        list(writer._chunks(_settings(), counters, split, 0))
+        list(_chunks(_settings(), counters, split, 0))
 
 
 def test_chunks_skip_what_was_committed_and_bound_transactions_in_rows() -> None:
@@ -77,16 +85,41 @@ def test_chunks_skip_what_was_committed_and_bound_transactions_in_rows() -> None
     counters = writer._Counters(partition=1)
     batches = ChangelogBatches([_batch(1, [10, 11, 12, 13]), _batch(1, [14, 15, 16])]).columns()
     chunks = [(len(messages), last) for messages, last
-              in writer._chunks(settings, counters, batches, start=12)]
+              in _chunks(settings, counters, batches, start=12)]
     assert chunks == [(3, 14), (2, 16)]
     assert (counters.rows_in, counters.skipped, counters.max_event_ts_ms) == (7, 2, 1016)
+
+
+def test_a_truncate_is_a_chunk_of_its_own_made_after_the_chunk_before_it_is_done() -> None:
+    truncate = orjson.dumps({"v": 1, "op": "DDL", "db": "d", "table": "t", "pk": None,
+                             "before": None, "after": None, "ts_ms": 2000, "pos": "bin.1:9",
+                             "ddl": "TRUNCATE t", "action": "truncate"})
+    alter = truncate.replace(b'"truncate"}', b'"alter"}').replace(b"TRUNCATE", b"ALTER")
+    batches = iter([(0, ([1, 2, 3, 4, 5], [b"k1", b"k2", None, b"k4", None],
+                         [_value(1), _value(2), truncate, _value(4), alter]))])
+    done: list[int] = []  # offsets of the chunks the caller has finished
+    resets: list[tuple[str, int, list[int]]] = []
+
+    def reset(ddl: Any, ts: int) -> list[Any]:
+        resets.append((ddl.ddl, ts, list(done)))
+        return [("sink", b"k0", None, None, ts, "d.t")]
+
+    got = []
+    for messages, last in _chunks(_settings(), writer._Counters(partition=0), batches, 0,
+                                  reset):
+        got.append(([m[1:3] for m in messages], last))
+        done.append(last)
+    assert got == [([(b"k1", ANY), (b"k2", ANY)], 2), ([(b"k0", None)], 3),
+                   ([(b"k4", ANY)], 5)]
+    # the tombstones were asked for once the records before the statement were committed
+    assert resets == [("TRUNCATE t", 2000, [2])]
 
 
 def test_a_record_that_cannot_be_read_names_its_offset() -> None:
     counters = writer._Counters(partition=0)
     batches = iter([(0, ([3], [b"k"], [b'{"op":"+I"}']))])
     with pytest.raises(SinkError, match="cl partition 0 offset 3"):
-        list(writer._chunks(_settings(), counters, batches, 0))
+        list(_chunks(_settings(), counters, batches, 0))
 
 
 def test_an_empty_task_writes_nothing() -> None:
@@ -164,7 +197,7 @@ def test_batches_out_of_offset_order_are_refused() -> None:
     batches = iter([(0, ([5, 6], [b"k", b"k"], [_value(5), _value(6)])),
                     (0, ([6], [b"k"], [_value(6)]))])
     with pytest.raises(SinkError, match="offset order"):
-        list(writer._chunks(_settings(), writer._Counters(partition=0), batches, 0))
+        list(_chunks(_settings(), writer._Counters(partition=0), batches, 0))
 
 
 def test_plain_sink_producers_linger_longer_unless_the_properties_say_otherwise() -> None:

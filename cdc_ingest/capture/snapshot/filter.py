@@ -29,3 +29,9 @@ class ChunkFilter:
             if order.within(key, chunk[2], chunk[3]):
                 return at <= (chunk[4], chunk[5])
         return False
+
+    def reaches(self, db: str, table: str, at: BinlogPos) -> bool:
+        """True when a chunk of the table was read after ``at`` (its rows are the table as
+        of a later point, so a statement at ``at`` that empties the table cannot be put in
+        order with them)."""
+        return any(at < (c[4], c[5]) for c in self._by_table.get((db, table), ()))

@@ -1,4 +1,4 @@
-"""Kafka's Java default partitioner, written independently to check sink partitions."""
+"""Kafka's Java default partitioner (murmur2 of the key): which partition a key is in."""
 
 from __future__ import annotations
 

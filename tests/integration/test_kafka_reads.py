@@ -1,0 +1,51 @@
+"""Reading a topic back once everything committed before the read is visible (what the sink
+does at a TRUNCATE).
+
+The broker writes a transaction's commit markers after ``commit`` returns; until it has, a
+read_committed reader stops before that transaction's records, exactly as it stops before
+a transaction still open. The test holds a transaction open on purpose: a plain read ends
+before it, a ``settled`` read waits until it is decided and then includes it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Any
+
+from confluent_kafka import Producer
+
+from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer, read_topic
+
+
+def test_a_settled_read_waits_for_open_transactions_below_the_end(kafka: Any) -> None:
+    config = {"bootstrap.servers": kafka.bootstrap}
+    topic = f"settled-{uuid.uuid4().hex[:8]}"
+    TopicAdmin(config).ensure(TopicSpec(topic, 2, 1, {}))
+    first = TransactionalProducer(config, f"first-{topic}")
+    first.init()
+    held = Producer({**config, "transactional.id": f"held-{topic}"})
+    held.init_transactions(30)
+    try:
+        first.begin()
+        first.send(topic, b"committed", b"a", partition=0)
+        first.commit()
+        held.begin_transaction()
+        held.produce(topic, b"held", b"b", partition=1)
+        held.produce(topic, b"held", b"c", partition=0)
+        held.flush(30)  # in the log, below the high watermark, undecided
+        assert [m.value for m in read_topic(config, topic)] == [b"committed"]
+
+        seen: list[bytes | None] = []
+        reader = threading.Thread(target=lambda: seen.extend(
+            m.value for m in read_topic(config, topic, settled=True)))
+        reader.start()
+        time.sleep(3)
+        assert reader.is_alive(), f"the settled read ended with {seen} before the commit"
+        held.commit_transaction(30)
+        reader.join(30)
+        assert sorted(v for v in seen if v) == [b"committed", b"held", b"held"]
+    finally:
+        first.close()
+        held.flush(5)
