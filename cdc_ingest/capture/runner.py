@@ -25,6 +25,7 @@ from cdc_ingest.capture.snapshot.phase import SnapshotPhase, snapshotter
 from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.capture.stream import BinlogPhase
 from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer
+from cdc_ingest.kafka.limits import message_limit
 from cdc_ingest.mysql import Catalog
 
 log = logging.getLogger(__name__)
@@ -39,8 +40,12 @@ class Capture:
         self._catalog = Catalog(options.connection, options.key_columns, options.connect_retries)
         # The changelog is internal: lz4 halves the broker's CPU for it (measured), costs
         # capture little; properties.compression.type overrides it.
+        # The largest row the server accepts fits in a record (cdc_ingest.kafka.limits).
+        packet = self._catalog.variable("max_allowed_packet")
+        self._max_message_bytes = message_limit(int(packet or 0))
         self._producer = TransactionalProducer(
-            {"compression.type": "lz4", **options.kafka}, options.transactional_id)
+            {"compression.type": "lz4", "message.max.bytes": self._max_message_bytes,
+             **options.kafka}, options.transactional_id)
         self._store = PositionStore(options.kafka, options.offsets_topic)
 
     def request_stop(self, signum: int = 0, frame: FrameType | None = None) -> None:
@@ -98,7 +103,8 @@ class Capture:
         """The changelog and offsets topics exist; returns the changelog's partitions."""
         admin = TopicAdmin(self.o.kafka)
         admin.ensure(TopicSpec(self.o.changelog_topic, self.o.partitions,
-                               self.o.replication_factor))
+                               self.o.replication_factor,
+                               {"max.message.bytes": str(self._max_message_bytes)}))
         admin.ensure(TopicSpec(self.o.offsets_topic, 1, self.o.replication_factor,
                                {"cleanup.policy": "compact"}))
         return admin.partitions(self.o.changelog_topic) or self.o.partitions

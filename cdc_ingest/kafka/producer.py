@@ -8,6 +8,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from cdc_ingest.kafka.errors import FencedError, KafkaClientError
+from cdc_ingest.kafka.limits import MessageTooLarge
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +25,13 @@ def _raise(exc: KafkaException, what: str, transactional_id: str) -> None:
             "its open transaction is aborted and nothing of it is visible."
         ) from exc
     raise KafkaClientError(f"Kafka failed while {what}: {err}") from exc
+
+
+def _too_large(exc: KafkaException, topic: str, key: bytes | None,
+               value: bytes | None) -> None:
+    err = exc.args[0] if exc.args else None
+    if isinstance(err, KafkaError) and err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+        raise MessageTooLarge(topic, key, value, str(err.str())) from exc
 
 
 class _Sender:
@@ -48,6 +56,7 @@ class _Sender:
         except BufferError:
             self._send_when_room(topic, value, key, timestamp, headers, partition)
         except KafkaException as exc:
+            _too_large(exc, topic, key, value)
             self._failed(exc, f"producing to {topic}")
 
     def _send_when_room(self, topic: str, value: bytes | None, key: bytes | None,
@@ -63,6 +72,7 @@ class _Sender:
             except BufferError:
                 continue
             except KafkaException as exc:
+                _too_large(exc, topic, key, value)
                 self._failed(exc, f"producing to {topic}")
 
     def _failed(self, exc: KafkaException, what: str) -> None:
@@ -101,8 +111,17 @@ class TransactionalProducer(_Sender):
                 # sends what lingers at once: a long linger costs no latency and makes fewer,
                 # larger requests (the broker's CPU is the scarce part).
                 "linger.ms": config.get("linger.ms", 50),
+                # only failures reach Python: the first one refused for its size is named
+                "delivery.report.only.error": True,
+                "on_delivery": self._refused,
             }
         )
+        self._too_large: MessageTooLarge | None = None
+
+    def _refused(self, err: KafkaError | None, msg: Any) -> None:
+        if (err is not None and err.code() == KafkaError.MSG_SIZE_TOO_LARGE
+                and self._too_large is None):
+            self._too_large = MessageTooLarge(msg.topic(), msg.key(), msg.value(), err.str())
 
     def init(self) -> None:
         """Register the id; aborts what an earlier holder left open and fences it."""
@@ -133,6 +152,9 @@ class TransactionalProducer(_Sender):
             self._producer.commit_transaction(self._timeout)
         except KafkaException as exc:
             self._abort_quietly()
+            too_large, self._too_large = self._too_large, None
+            if too_large is not None:
+                raise too_large from exc
             _raise(exc, "committing a transaction", self.transactional_id)
         self._open = False
 

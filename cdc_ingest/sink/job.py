@@ -22,6 +22,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import partial
 from types import FrameType
 from typing import Any
@@ -34,6 +35,7 @@ from cdc_ingest.config import PipelineDef
 from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka import TopicAdmin, client_config
 from cdc_ingest.kafka.config import LIBRDKAFKA_ONLY
+from cdc_ingest.kafka.limits import FLOOR
 from cdc_ingest.sink.changelog import COLUMNS, RESULT, RESULT_SCHEMA, run_task
 from cdc_ingest.sink.settings import SinkSettings, sink_settings
 from cdc_ingest.sink.spark import CONNECTOR, spark_context_exists, spark_session
@@ -92,6 +94,13 @@ def _changelog_partitions(defn: PipelineDef, stop_event: threading.Event | None)
         if stop.wait(TOPIC_POLL_S):
             return None
     return partitions
+
+
+def _message_limit(defn: PipelineDef) -> int:
+    """The changelog topic's ``max.message.bytes``: a sink value (one row image) fits in it."""
+    admin = TopicAdmin(client_config(defn.sink.properties))
+    limit = admin.topic_config(defn.pipeline.changelog_topic).get("max.message.bytes")
+    return max(FLOOR, int(limit or 0))
 
 
 def _start_from(
@@ -262,6 +271,7 @@ def run_sink(
         partitions = _changelog_partitions(defn, stop_event)
         if partitions is None:
             return  # stopped before there was anything to read
+        settings = replace(settings, max_message_bytes=_message_limit(defn))
         query = _start_query(spark, defn, settings, partitions, on_batch)
         try:
             _wait(query, stop_event)

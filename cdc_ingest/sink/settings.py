@@ -35,6 +35,12 @@ class SinkSettings:
     # rows per sink transaction: each commit (with its offsets) waits ~10-30 ms for the broker
     max_tx_rows: int = 50_000
     max_tx_seconds: float = 10.0
+    # message.max.bytes of the sink's producers and max.message.bytes of the topics it
+    # creates: the changelog topic's (cdc_ingest.kafka.limits)
+    max_message_bytes: int = 1 << 20
+
+    def producer_config(self) -> dict[str, Any]:
+        return {"message.max.bytes": self.max_message_bytes, **self.kafka}
 
     def transactional_id(self, partition: int) -> str:
         return sink_transactional_id(self.transactional_id_prefix, partition)

@@ -14,11 +14,13 @@ class SinkTopics:
     """Ensures each sink topic once per process."""
 
     def __init__(
-        self, kafka: dict[str, Any], partitions: int | None, replication: int | None
+        self, kafka: dict[str, Any], partitions: int | None, replication: int | None,
+        max_message_bytes: int,
     ) -> None:
         self._kafka = kafka
         self._partitions = partitions
         self._replication = replication
+        self._max_message_bytes = max_message_bytes
         self._known: set[str] = set()
         self._admin: TopicAdmin | None = None
 
@@ -27,7 +29,7 @@ class SinkTopics:
             return
         if self._admin is None:
             self._admin = TopicAdmin(self._kafka)
-        config = {"cleanup.policy": "compact"}
+        config = {"cleanup.policy": "compact", "max.message.bytes": str(self._max_message_bytes)}
         compression = self._kafka.get("compression.type")
         if compression:
             config["compression.type"] = str(compression)

@@ -63,8 +63,8 @@ def _sink_topics(settings: SinkSettings) -> SinkTopics:
     topics = _topics.get(settings.group_id)
     if topics is None:
         topics = _topics[settings.group_id] = SinkTopics(
-            settings.kafka, settings.topic_partitions, settings.topic_replication
-        )
+            settings.kafka, settings.topic_partitions, settings.topic_replication,
+            settings.max_message_bytes)
     return topics
 
 
@@ -76,7 +76,7 @@ PLAIN_PRODUCER_DEFAULTS: dict[str, Any] = {"linger.ms": 50}
 
 
 def _plain_config(settings: SinkSettings) -> dict[str, Any]:
-    return {**PLAIN_PRODUCER_DEFAULTS, **settings.kafka}
+    return {**PLAIN_PRODUCER_DEFAULTS, **settings.producer_config()}
 
 
 def _transactional(settings: SinkSettings, partition: int) -> TransactionalProducer:
@@ -84,7 +84,8 @@ def _transactional(settings: SinkSettings, partition: int) -> TransactionalProdu
     partition's task (in whatever worker it runs) and aborts what it left open, so the
     committed offset read next is final. Not cached: the partition's next task may run in
     another worker, whose new producer would fence a cached one here."""
-    producer = TransactionalProducer(settings.kafka, settings.transactional_id(partition))
+    producer = TransactionalProducer(settings.producer_config(),
+                                     settings.transactional_id(partition))
     producer.init()
     return producer
 
