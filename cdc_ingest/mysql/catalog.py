@@ -128,22 +128,12 @@ class Catalog:
         that set takes a transaction only after its engine commit."""
         if not self.is_mariadb:
             return self.latest()
-        self._conn.ping(reconnect=True)
-
-        def run(sql: str, args: Any = None) -> list[tuple[Any, ...]]:
-            with self._conn.cursor() as cur:
-                cur.execute(sql, args)
-                return list(cur.fetchall())
-
-        run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        try:
-            view = self.flavor.consistent_snapshot(run)
-        finally:
-            run("COMMIT")
+        with self.flavor.read_view(self._conn) as (_, view):
+            pass
         assert view is not None
         file, pos = view
         try:
-            gtid = self.flavor.gtid_at(run, file, pos)
+            gtid = self.flavor.gtid_at(self._all, file, pos)
         except LookupError:
             raise SourceError(f"the server does not know the GTID state at binlog {file}:{pos}"
                               " (BINLOG_GTID_POS returned NULL), so the snapshot has no exact "

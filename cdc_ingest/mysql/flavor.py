@@ -6,7 +6,8 @@ Each method takes ``query(sql, args) -> rows`` over the caller's connection.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,14 +49,30 @@ class Flavor:
         row = self.binlog_status(query)
         return str(row[4]).replace("\n", "") if len(row) > 4 and row[4] else ""
 
-    def consistent_snapshot(self, query: Query) -> tuple[str, int] | None:
-        """Starts a consistent-snapshot transaction (REPEATABLE READ) on the caller's
-        connection, which must not reconnect until it ends. MariaDB: returns the binlog
-        file and position of its read view (``Binlog_snapshot_file/position``: the read view
-        holds exactly the transactions before it). MySQL does not tell: None."""
-        query("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-        if not self.mariadb:
-            return None
+    @contextmanager
+    def read_view(self, conn: pymysql.Connection[Any]
+                  ) -> Iterator[tuple[Query, tuple[str, int] | None]]:
+        """A consistent-snapshot (REPEATABLE READ) transaction on ``conn``, committed on the
+        way out: yields a query over it and, on MariaDB, the binlog file and position of its
+        read view (``Binlog_snapshot_file/position``: the view holds exactly the transactions
+        before it); MySQL does not tell (None). The connection is checked once, before: a
+        reconnect inside would silently read outside the view."""
+        conn.ping(reconnect=True)
+
+        def query(sql: str, args: Any = None) -> list[tuple[Any, ...]]:
+            with conn.cursor() as cur:
+                cur.execute(sql, args)
+                return list(cur.fetchall())
+
+        query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        try:
+            query("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+            yield query, self._view_position(query) if self.mariadb else None
+        finally:
+            query("COMMIT")
+
+    @staticmethod
+    def _view_position(query: Query) -> tuple[str, int]:
         status = {str(k).lower(): v for k, v in
                   query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'")}
         file, pos = status.get("binlog_snapshot_file"), status.get("binlog_snapshot_position")

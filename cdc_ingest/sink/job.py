@@ -77,8 +77,10 @@ def _checkpoint_has_offsets(spark: SparkSession, checkpoint: str) -> bool:
     )
 
 
-def _changelog_partitions(defn: PipelineDef, stop_event: threading.Event | None) -> int | None:
-    """The changelog topic's partition count, once capture has created it; None if stopped.
+def _changelog_topic(defn: PipelineDef,
+                     stop_event: threading.Event | None) -> tuple[int, int] | None:
+    """The changelog topic's partition count and ``max.message.bytes`` (a sink value, one
+    row image, fits in it), once capture has created it; None if stopped.
 
     Spark's Kafka source fails a query whose topic does not exist, and ``start`` runs capture
     and the sink side by side, so the sink waits instead.
@@ -93,14 +95,8 @@ def _changelog_partitions(defn: PipelineDef, stop_event: threading.Event | None)
             waiting = True
         if stop.wait(TOPIC_POLL_S):
             return None
-    return partitions
-
-
-def _message_limit(defn: PipelineDef) -> int:
-    """The changelog topic's ``max.message.bytes``: a sink value (one row image) fits in it."""
-    admin = TopicAdmin(client_config(defn.sink.properties))
-    limit = admin.topic_config(defn.pipeline.changelog_topic).get("max.message.bytes")
-    return max(FLOOR, int(limit or 0))
+    limit = admin.topic_config(topic).get("max.message.bytes")
+    return partitions, max(FLOOR, int(limit or 0))
 
 
 def _start_from(
@@ -268,10 +264,11 @@ def run_sink(
     owns_session = not spark_context_exists()
     spark = spark_session(f"cdc-ingest-sink-{defn.name}", master)
     try:
-        partitions = _changelog_partitions(defn, stop_event)
-        if partitions is None:
+        changelog = _changelog_topic(defn, stop_event)
+        if changelog is None:
             return  # stopped before there was anything to read
-        settings = replace(settings, max_message_bytes=_message_limit(defn))
+        partitions, limit = changelog
+        settings = replace(settings, max_message_bytes=limit)
         query = _start_query(spark, defn, settings, partitions, on_batch)
         try:
             _wait(query, stop_event)

@@ -180,24 +180,13 @@ class Snapshotter:
                       ) -> tuple[dict[bytes, tuple[bytes, Key, dict[str, Any]]], BinlogPos]:
         """The chunk's rows read in one consistent-snapshot transaction, and (MariaDB) the
         binlog position of its read view."""
-        self._conn.ping(reconnect=True)  # never inside the transaction: a reconnect there
-        run = self._in_transaction       # would silently read outside the read view
-        run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         rows: dict[bytes, tuple[bytes, Key, dict[str, Any]]] = {}
-        try:
-            view = self._catalog.flavor.consistent_snapshot(run)
+        with self._catalog.flavor.read_view(self._conn) as (_, view):
             for values in self._select(info, chunk):
                 key, row = info.row(values)
                 k = key_bytes(key)
                 rows[k] = (k, key, row)
-        finally:
-            run("COMMIT")
         return rows, view or ("", 0)
-
-    def _in_transaction(self, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
-        with self._conn.cursor() as cur:
-            cur.execute(sql, args)
-            return list(cur.fetchall())
 
     def _select(self, info: TableInfo, chunk: Chunk) -> Iterator[tuple[Any, ...]]:
         conditions: list[str] = []
