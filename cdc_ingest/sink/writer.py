@@ -208,7 +208,7 @@ def _chunks(
                 ) from exc
             if ts > max_ts:  # noqa: PLR1730 - cheaper than calling max() per record
                 max_ts = ts
-            if serde.ddl is not None:
+            if key is None and serde.ddl is not None:  # DDL records alone have no key
                 ddl, serde.ddl = serde.ddl, None
                 log.info("changelog partition %d offset %d: DDL on %s.%s at binlog %s: %s",
                          partition, offset, ddl.db, ddl.table, ddl.pos, ddl.ddl[:300])
