@@ -77,6 +77,14 @@ PURGED_FIX = (
 )
 
 
+class SchemaChangeStopped(SourceError):
+    """Capture stopped at a schema change it must not follow by itself (a captured table's
+    key changed, or ``pipeline.schema.change.behavior: exception``); starting again stops
+    at the same change."""
+
+    exit_code = 10
+
+
 class PositionPurgedError(SourceError):
     """The position to resume from is no longer in the server's binlog."""
 

@@ -182,12 +182,16 @@ class Encoders:
     """The encoder of each table layout, built once (schemas are cached objects: holding one
     keeps its id unique, so a schema change after DDL gets a new encoder)."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_layout: Callable[[TableSchema, str], None] | None = None) -> None:
         self._by_schema: dict[int, tuple[TableSchema, TableEncoder]] = {}
+        self._on_layout = on_layout  # told of each layout before its first rows
 
     def get(self, schema: TableSchema, where: str) -> TableEncoder:
         hit = self._by_schema.get(id(schema))
         if hit is None or hit[0] is not schema:
-            hit = (schema, table_encoder(schema, KeyPlan(schema, where)))
+            plan = KeyPlan(schema, where)
+            if self._on_layout is not None:
+                self._on_layout(schema, where)
+            hit = (schema, table_encoder(schema, plan))
             self._by_schema[id(schema)] = hit
         return hit[1]

@@ -36,6 +36,8 @@ class CaptureOptions:
     kafka: dict[str, Any] = field(repr=False)
     changelog_topic: str
     offsets_topic: str
+    schema_topic: str
+    schema_change_behavior: str  # lenient | exception
     partitions: int
     replication_factor: int
     captured: Callable[[str, str], bool]
@@ -75,6 +77,8 @@ def capture_options(defn: PipelineDef) -> CaptureOptions:
         kafka=client_config(defn.sink.properties),
         changelog_topic=p.changelog_topic,
         offsets_topic=p.offsets_topic,
+        schema_topic=p.schema_topic,
+        schema_change_behavior=str(p.schema_change_behavior.value),
         partitions=p.parallelism,
         replication_factor=defn.sink.topic_replication_factor or -1,  # -1: broker default
         captured=s.captures,

@@ -20,6 +20,7 @@ from cdc_ingest.capture.options import CaptureOptions
 from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.capture.progress import Progress
 from cdc_ingest.capture.resume import Transactions, start_position
+from cdc_ingest.capture.schemas import SchemaGuard, load_schemas
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.snapshot.phase import SnapshotPhase, snapshotter
 from cdc_ingest.capture.snapshot.state import SnapshotState
@@ -66,12 +67,18 @@ class Capture:
         start, skip_before_s = start_position(o, self._store, self._catalog)
         checkpoint = Checkpoint(self._producer, self._store, start, o.max_rows,
                                 o.max_interval_s, o.heartbeat_s)
+        guard = SchemaGuard(self._producer, o.schema_topic,
+                            load_schemas(o.kafka, o.schema_topic), o.schema_change_behavior,
+                            checkpoint.open, checkpoint.commit)
+        if not self._store.resumed:
+            guard.forget_all()  # what an earlier pipeline of this name left there
         chunk_filter = None
         if start.snapshot is not None:
             state = SnapshotState.from_json(start.snapshot)
             planner = snapshotter(o, 0)
             if not state.done:
-                SnapshotPhase(o, self._producer, checkpoint, planner, self.stopping).run(state)
+                SnapshotPhase(o, self._producer, checkpoint, planner, guard,
+                              self.stopping).run(state)
                 if self._stop or o.startup.mode == "snapshot":
                     log.info("snapshot %s", "done; stopping (scan.startup.mode: snapshot)"
                              if state.done else "interrupted")
@@ -82,7 +89,7 @@ class Capture:
         stream = BinlogPhase(
             self._producer, o.changelog_topic, partitions, o.captured, self._catalog,
             checkpoint, Transactions(start, skip_before_s),
-            Progress(LOG_INTERVAL_S, self._catalog), chunk_filter, self.stopping)
+            Progress(LOG_INTERVAL_S, self._catalog), chunk_filter, guard, self.stopping)
         reader = BinlogReader(o.connection, o.server_id, start, o.captured, self._table_facts,
                               self._catalog.is_mariadb,
                               min(o.heartbeat_s, max(o.max_interval_s, 1.0)))
@@ -95,18 +102,20 @@ class Capture:
             self._catalog.close()
         log.info("capture stopped at %s", checkpoint.committed.describe())
 
-    def _table_facts(self, db: str, table: str) -> tuple[frozenset[str], tuple[str, ...]]:
-        booleans, keys = self._catalog.table_facts(db, table)
-        return (booleans if self.o.tinyint1_as_boolean else frozenset()), keys
+    def _table_facts(self, db: str,
+                     table: str) -> tuple[frozenset[str], tuple[str, ...], bool]:
+        booleans, keys, configured = self._catalog.table_facts(db, table)
+        return (booleans if self.o.tinyint1_as_boolean else frozenset()), keys, configured
 
     def _prepare_topics(self) -> int:
-        """The changelog and offsets topics exist; returns the changelog's partitions."""
+        """The changelog, offsets and schema topics exist; returns the changelog's partitions."""
         admin = TopicAdmin(self.o.kafka)
         admin.ensure(TopicSpec(self.o.changelog_topic, self.o.partitions,
                                self.o.replication_factor,
                                {"max.message.bytes": str(self._max_message_bytes)}))
-        admin.ensure(TopicSpec(self.o.offsets_topic, 1, self.o.replication_factor,
-                               {"cleanup.policy": "compact"}))
+        for internal in (self.o.offsets_topic, self.o.schema_topic):
+            admin.ensure(TopicSpec(internal, 1, self.o.replication_factor,
+                                   {"cleanup.policy": "compact"}))
         return admin.partitions(self.o.changelog_topic) or self.o.partitions
 
 

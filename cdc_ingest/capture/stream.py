@@ -21,8 +21,11 @@ from cdc_ingest.capture.checkpoint import Checkpoint
 from cdc_ingest.capture.ddl import action_of, tables_of
 from cdc_ingest.capture.encode import KEEP_ALL, KEEP_NEW, KEEP_OLD, Encoders, KeyPlan
 from cdc_ingest.capture.events import Ddl, Heartbeat, Rows, TxBegin, TxCommit
+from cdc_ingest.capture.keyschema import of_binlog
 from cdc_ingest.capture.progress import Progress
 from cdc_ingest.capture.resume import Transactions
+from cdc_ingest.capture.schema import TableSchema
+from cdc_ingest.capture.schemas import SchemaGuard
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.errors import SourceError
 from cdc_ingest.kafka import TransactionalProducer
@@ -37,7 +40,8 @@ class BinlogPhase:
     def __init__(self, producer: TransactionalProducer, topic: str, partitions: int,
                  captured: Callable[[str, str], bool], catalog: Catalog,
                  checkpoint: Checkpoint, transactions: Transactions, progress: Progress,
-                 chunk_filter: ChunkFilter | None, stopping: Callable[[], bool]) -> None:
+                 chunk_filter: ChunkFilter | None, guard: SchemaGuard,
+                 stopping: Callable[[], bool]) -> None:
         self._producer = producer
         self._topic = topic
         self._partitions = partitions
@@ -48,7 +52,8 @@ class BinlogPhase:
         self._progress = progress
         self._filter = chunk_filter
         self._stopping = stopping
-        self._encoders = Encoders()
+        self._guard = guard
+        self._encoders = Encoders(self._on_layout)
 
     def run(self, reader: BinlogReader) -> None:
         """Until stopped; the last records and position are committed on the way out."""
@@ -116,6 +121,14 @@ class BinlogPhase:
                                       ts_ms=ts_ms)
         self._progress.event_ts = ev.ts
 
+    def _on_layout(self, schema: TableSchema, where: str) -> None:
+        """The first rows of a table layout (after a start, or a DDL), at binlog ``where``:
+        the schema topic records it, or capture stops when its key is not the one the topics
+        hold."""
+        key, layout = of_binlog(schema)
+        self._guard.layout(schema.db, schema.table, key, layout, where,
+                           self._checkpoint.position.ts_ms)
+
     def _keep(self, ev: Rows, plan: KeyPlan) -> Callable[[Any, Any], int] | None:
         """Outside a snapshot's reach, every row; else the changes its key's snapshot row
         does not hold yet (after that key's chunk's high watermark). A key-changing update
@@ -173,7 +186,9 @@ class BinlogPhase:
                     "start the pipeline again from scratch (delete its state and sink topics; "
                     "scan.startup.mode: initial), without emptying tables during the snapshot"
                 )
-            value = ddl_value(db, table, ev.sql, ev.ts * 1000, f"{ev.file}:{ev.pos}", action)
+            where = f"{ev.file}:{ev.pos}"
+            self._guard.ddl(db, table, ev.sql, action, where, ev.ts * 1000)
+            value = ddl_value(db, table, ev.sql, ev.ts * 1000, where, action)
             self._checkpoint.open()
             # Every partition gets it, in order with the rows around it.
             for partition in range(self._partitions):

@@ -9,11 +9,13 @@ from collections.abc import Callable
 from typing import Any
 
 from cdc_ingest.capture.decoder import EventDecoder, event_decoder
+from cdc_ingest.capture.keyschema import binlog_primary_key
 from cdc_ingest.capture.schema import ColumnSpec, FieldType, JsonText, TableSchema
 
-# (db, table) -> names of TINYINT(1) columns, and the key columns in key order (the primary
-# key, or the configured key columns of a table without one)
-CatalogLookup = Callable[[str, str], tuple[frozenset[str], tuple[str, ...]]]
+# (db, table) -> names of TINYINT(1) columns, the key columns in key order (the primary key,
+# or the configured key columns of a table without one), and whether those are configured
+# (then they are the key whatever the binlog says)
+CatalogLookup = Callable[[str, str], tuple[frozenset[str], tuple[str, ...], bool]]
 
 
 class SchemaCache:
@@ -48,11 +50,12 @@ class SchemaCache:
 
     def _build(self, table_map: Any, signature: tuple[object, ...]) -> TableSchema:
         db, table = table_map.schema, table_map.table
-        booleans, catalog_keys = self._catalog(db, table)
+        booleans, catalog_keys, configured = self._catalog(db, table)
         columns = tuple(_column_spec(c, booleans) for c in table_map.columns)
-        in_binlog = tuple(c.name for c in table_map.columns if c.is_primary)
-        # The catalog knows the key order (PRIMARY KEY (b, a)); the binlog only membership.
-        pk = catalog_keys if set(catalog_keys) == set(in_binlog) else in_binlog
+        # The primary key when the event was written, in key order; the catalog's is today's,
+        # which after an ALTER may not be the one these rows had.
+        in_binlog = binlog_primary_key(table_map)
+        pk = catalog_keys if configured or in_binlog is None else in_binlog
         return TableSchema(db, table, columns, pk, signature)
 
 

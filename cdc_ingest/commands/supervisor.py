@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from cdc_ingest.errors import PURGED_FIX, CdcIngestError, ConfigError, PositionPurgedError
+from cdc_ingest.errors import (
+    PURGED_FIX,
+    CdcIngestError,
+    ConfigError,
+    PositionPurgedError,
+    SchemaChangeStopped,
+)
 from cdc_ingest.kafka.errors import FencedError
 
 log = logging.getLogger(__name__)
@@ -73,6 +79,9 @@ def next_step(child: str, code: int) -> str:
     if code == PositionPurgedError.exit_code:
         return (f"Starting again would fail the same way: {child}'s committed position is "
                 f"gone from the server's binlog. Fix: {PURGED_FIX}.")
+    if code == SchemaChangeStopped.exit_code:
+        return (f"Starting again would stop at the same schema change: {child}'s error above "
+                "says what changed and how to go on.")
     if code == ConfigError.exit_code:
         return "Correct the pipeline file as the errors above say, then start again."
     if code == FencedError.exit_code:

@@ -47,19 +47,21 @@ class PipelineDef(ConfigModel):
 
     @model_validator(mode="after")
     def _internal_topics_stay_internal(self) -> PipelineDef:
-        internal = {
-            self.pipeline.changelog_topic: "changelog.topic",
-            self.pipeline.offsets_topic: "offsets.topic",
-        }
+        options = (("changelog.topic", self.pipeline.changelog_topic),
+                   ("offsets.topic", self.pipeline.offsets_topic),
+                   ("schema.topic", self.pipeline.schema_topic))
+        internal: dict[str, str] = {}
         found: Found = []
-        if len(internal) < 2:
-            found.append((("pipeline", "offsets.topic"), "is the same topic as changelog.topic",
-                          "give the two internal topics different names"))
+        for option, topic in options:
+            if topic in internal:
+                found.append((("pipeline", option), f"is the same topic as {internal[topic]}",
+                              "give the internal topics different names"))
+            internal.setdefault(topic, option)
         for index, route in enumerate(self.routes):
-            option = internal.get(route.static_topic or "")
-            if option is not None:
+            used = internal.get(route.static_topic or "")
+            if used is not None:
                 found.append((("route", index, "sink-table"),
-                              f"is the pipeline's {option}; rows would corrupt it",
+                              f"is the pipeline's {used}; rows would corrupt it",
                               "route to another topic"))
         raise_problems("pipeline", found)
         return self

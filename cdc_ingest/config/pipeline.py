@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,6 +21,27 @@ DEFAULT_NAME = "cdc-ingest"
 _TOPIC_CHARS = re.compile(r"[A-Za-z0-9._-]*")
 
 Mode = Annotated[RouteMode, choice(RouteMode)]
+
+
+class SchemaChangeBehavior(StrEnum):
+    """Flink CDC's ``pipeline.schema.change.behavior`` values; the last three are refused
+    until built (see :data:`NOT_BUILT`)."""
+
+    LENIENT = "lenient"
+    EXCEPTION = "exception"
+    EVOLVE = "evolve"
+    TRY_EVOLVE = "try_evolve"
+    IGNORE = "ignore"
+
+
+NOT_BUILT = {
+    SchemaChangeBehavior.EVOLVE: "re-keying a table whose primary key changed (tombstone its "
+    "old keys, snapshot it again under the new key) is not built yet",
+    SchemaChangeBehavior.TRY_EVOLVE: "re-keying a table whose primary key changed is not "
+    "built yet",
+    SchemaChangeBehavior.IGNORE: "a primary-key change cannot be ignored without leaving "
+    "the old keys live in a compacted topic",
+}
 
 
 def _given(data: dict[str, Any], name: str, alias: str) -> bool:
@@ -55,6 +77,23 @@ class PipelineOptions(ConfigModel):
     offsets_topic: KafkaTopic = Field(alias="offsets.topic",
                                       description="internal topic: the binlog position "
                                       "capture committed")
+    schema_topic: KafkaTopic = Field(alias="schema.topic",
+                                     description="each captured table's key, columns and "
+                                     "last DDL (compacted; docs/changelog-format.md)")
+    schema_change_behavior: Annotated[SchemaChangeBehavior, choice(SchemaChangeBehavior)] = (
+        Field(SchemaChangeBehavior.LENIENT, alias="schema.change.behavior",
+              description="`lenient`: DDL is followed, a primary-key change stops capture "
+              "with the fix; `exception`: any DDL on a captured table stops capture"))
+
+    @field_validator("schema_change_behavior")
+    @classmethod
+    def _built(cls, value: SchemaChangeBehavior) -> SchemaChangeBehavior:
+        why = NOT_BUILT.get(value)
+        if why is not None:
+            raise problem(f"'{value.value}' is not supported: {why}",
+                          "use 'lenient' (a key change stops capture with the fix) or "
+                          "'exception'")
+        return value
 
     @model_validator(mode="before")
     @classmethod
@@ -71,7 +110,7 @@ class PipelineOptions(ConfigModel):
         state_dir = filled.get("state_dir") or filled["state.dir"]
         if not _given(data, "checkpoint_dir", "checkpoint.dir"):
             filled["checkpoint.dir"] = str(Path(str(state_dir)) / "checkpoint")
-        for option in ("changelog", "offsets"):
+        for option in ("changelog", "offsets", "schema"):
             if not _given(data, f"{option}_topic", f"{option}.topic"):
                 filled[f"{option}.topic"] = f"cdc-ingest.{name}.{option}"
         return filled

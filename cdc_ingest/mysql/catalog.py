@@ -30,7 +30,7 @@ class Catalog:
         self._settings = settings
         self._key_columns: KeyColumns = key_columns or (lambda db, table: None)
         self._conn = connect(settings, retries)
-        self._tables: dict[tuple[str, str], tuple[frozenset[str], tuple[str, ...]]] = {}
+        self._tables: dict[tuple[str, str], tuple[frozenset[str], tuple[str, ...], bool]] = {}
         self.version: str = str(self._one("SELECT VERSION()")[0])
         self.flavor = Flavor.of(self.version)
         self.is_mariadb = self.flavor.mariadb
@@ -48,11 +48,15 @@ class Catalog:
             cur.execute(sql, args)
             return list(cur.fetchall())
 
-    def table_facts(self, db: str, table: str) -> tuple[frozenset[str], tuple[str, ...]]:
-        """(TINYINT(1) column names, key columns in key order) of a table, cached."""
+    def table_facts(self, db: str,
+                    table: str) -> tuple[frozenset[str], tuple[str, ...], bool]:
+        """(TINYINT(1) column names, key columns in key order, whether those are configured
+        in ``source.tables.key-columns`` rather than the primary key) of a table, cached."""
         hit = self._tables.get((db, table))
         if hit is None:
-            hit = (self._booleans(db, table), self._keys(db, table))
+            configured = self._key_columns(db, table)
+            keys = tuple(configured) if configured else self.primary_key(db, table)
+            hit = (self._booleans(db, table), keys, bool(configured))
             self._tables[(db, table)] = hit
         return hit
 
@@ -66,12 +70,6 @@ class Catalog:
             (db, table),
         )
         return frozenset(r[0] for r in rows)
-
-    def _keys(self, db: str, table: str) -> tuple[str, ...]:
-        configured = self._key_columns(db, table)
-        if configured:
-            return configured
-        return self.primary_key(db, table)
 
     def primary_key(self, db: str, table: str) -> tuple[str, ...]:
         rows = self._all(

@@ -340,3 +340,19 @@ def test_errors_never_echo_values() -> None:
     with pytest.raises(ConfigError) as caught:
         parse_pipeline(yaml.safe_dump(doc), {})
     assert "secret" not in str(caught.value)
+
+
+def test_schema_change_behaviors_not_built_are_refused_with_why() -> None:
+    for value, why in (("evolve", "re-keying"), ("TRY_EVOLVE", "re-keying"),
+                       ("ignore", "old keys live")):
+        problem = only(minimal(pipeline={"schema.change.behavior": value}),
+                       "pipeline.schema.change.behavior")
+        assert why in problem.message and "lenient" in problem.fix
+    parse_pipeline(yaml.safe_dump(minimal(pipeline={"schema.change.behavior": "EXCEPTION"})),
+                   {})
+
+
+def test_the_schema_topic_differs_from_the_other_internal_topics() -> None:
+    doc = minimal(pipeline={"name": "p", "schema.topic": "cdc-ingest.p.offsets"})
+    problem = only(doc, "pipeline.schema.topic")
+    assert "offsets.topic" in problem.message

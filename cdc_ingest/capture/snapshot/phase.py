@@ -14,6 +14,7 @@ from dataclasses import replace
 from cdc_ingest import metrics
 from cdc_ingest.capture.checkpoint import Checkpoint
 from cdc_ingest.capture.options import CaptureOptions
+from cdc_ingest.capture.schemas import SchemaGuard
 from cdc_ingest.capture.snapshot.progress import SnapshotProgress
 from cdc_ingest.capture.snapshot.reader import Snapshotter
 from cdc_ingest.capture.snapshot.state import Chunk, ChunkRows, SnapshotState
@@ -32,9 +33,10 @@ def snapshotter(options: CaptureOptions, index: int) -> Snapshotter:
 
 class SnapshotPhase:
     def __init__(self, options: CaptureOptions, producer: TransactionalProducer,
-                 checkpoint: Checkpoint, planner: Snapshotter,
+                 checkpoint: Checkpoint, planner: Snapshotter, guard: SchemaGuard,
                  stopping: Callable[[], bool]) -> None:
         self._o = options
+        self._guard = guard
         self._producer = producer
         self._checkpoint = checkpoint
         self._planner = planner
@@ -87,8 +89,10 @@ class SnapshotPhase:
         log.info("snapshot chunk of %s.%s read: %d rows, %d binlog changes applied, "
                  "high watermark %s:%d", db, table, read.selected, read.reconciled, *read.high)
         checkpoint = self._checkpoint
-        checkpoint.open()
         ts_ms = int(time.time() * 1000)
+        info, at = self._planner.info(db, table), checkpoint.position
+        self._guard.layout(db, table, info.key_schema, info.layout, f"{at.file}:{at.pos}", ts_ms)
+        checkpoint.open()
         send, topic = self._producer.send, self._o.changelog_topic
         for key, pk, row in read.rows:
             send(topic, snapshot_value(db, table, pk, row, ts_ms), key, ts_ms)

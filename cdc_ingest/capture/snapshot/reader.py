@@ -219,9 +219,9 @@ class Snapshotter:
             reader.close()
 
     def _facts(self, info: TableInfo) -> CatalogLookup:
-        def facts(db: str, table: str) -> tuple[frozenset[str], tuple[str, ...]]:
+        def facts(db: str, table: str) -> tuple[frozenset[str], tuple[str, ...], bool]:
             booleans = self._catalog.table_facts(db, table)[0] if self._booleans else frozenset()
-            return booleans, info.key
+            return booleans, info.key, True
 
         return facts
 

@@ -1,0 +1,138 @@
+"""The pipeline's schema topic, and the guard that keeps one key schema per table.
+
+``cdc-ingest.<pipeline>.schema`` (compacted, key ``{"db":..,"table":..}``) holds, per
+captured table, the key schema its changelog records are keyed by, its columns, and the last
+DDL capture read for it (docs/changelog-format.md, "Schema topic"). Capture writes it in the
+same Kafka transactions as the records and the position, so after any restart it says which
+key the table's messages already in Kafka carry.
+
+A table's key schema can only change where its old keys are gone from the topics: after a
+``TRUNCATE``, ``DROP TABLE`` or ``CREATE OR REPLACE`` (the sink tombstones them all). Any other
+change of the key (``DROP PRIMARY KEY, ADD PRIMARY KEY (id, k2)``, a key column renamed or
+retyped so that its values are spelled differently) would leave every old key live beside
+the new ones: :class:`SchemaGuard` stops capture there, after committing everything before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from cdc_ingest.capture.keyschema import KeySchema, Layout
+from cdc_ingest.errors import SchemaChangeStopped
+from cdc_ingest.kafka import TransactionalProducer, read_topic
+from cdc_ingest.model.changelog import EMPTIES_TABLE
+
+SCHEMA_VERSION = 1
+TableId = tuple[str, str]
+
+
+class KeySchemaChanged(SchemaChangeStopped):
+    """A captured table's key schema changed where its old keys are still live."""
+
+
+def load_schemas(kafka: dict[str, Any], topic: str) -> dict[TableId, dict[str, Any]]:
+    """The last committed record of every table in the schema topic."""
+    known: dict[TableId, dict[str, Any]] = {}
+    for msg in read_topic(kafka, topic):
+        if msg.key is None:
+            continue
+        key = orjson.loads(msg.key)
+        table_id = (str(key.get("db")), str(key.get("table")))
+        if msg.value is None:
+            known.pop(table_id, None)
+        else:
+            known[table_id] = orjson.loads(msg.value)
+    return known
+
+
+class SchemaGuard:
+    """What capture knows of each table's schema, written to the schema topic as it learns.
+
+    ``open`` makes sure a Kafka transaction is open (Checkpoint.open); ``commit`` commits what
+    came before a refused change (Checkpoint.commit).
+    """
+
+    def __init__(self, producer: TransactionalProducer, topic: str,
+                 known: dict[TableId, dict[str, Any]], behavior: str,
+                 open_tx: Callable[[], None], commit: Callable[[], None]) -> None:
+        self._producer = producer
+        self._topic = topic
+        self._known = known
+        self._behavior = behavior
+        self._open = open_tx
+        self._commit = commit
+
+    def forget_all(self) -> None:
+        """A first start: what the topic holds is from an earlier pipeline of this name."""
+        for db, table in list(self._known):
+            self._open()
+            self._producer.send(self._topic, None, _key(db, table))
+        self._known.clear()
+
+    def layout(self, db: str, table: str, key: KeySchema, columns: Layout, pos: str,
+               ts_ms: int) -> None:
+        """Records of ``db.table`` are about to be keyed by ``key``: record it, or stop when
+        the table's messages in Kafka carry a different key."""
+        last = self._known.get((db, table))
+        before = KeySchema.from_json(last.get("key")) if last else None
+        if before is not None and before != key:
+            self._commit()
+            raise KeySchemaChanged(key_change_message(db, table, before, key, pos, last or {}))
+        listed = [list(c) for c in columns]
+        if last is not None and before is not None and last.get("columns") == listed:
+            return
+        self._write(db, table, {**(last or {}), "key": key.as_json(), "columns": listed,
+                                "pos": pos, "ts_ms": ts_ms})
+
+    def ddl(self, db: str, table: str, sql: str, action: str, pos: str, ts_ms: int) -> None:
+        """A DDL statement on a captured table, read at binlog ``pos``."""
+        if self._behavior == "exception" and action != "create":
+            self._commit()
+            raise SchemaChangeStopped(
+                f"DDL on captured table {db}.{table} at binlog {pos}: {sql[:300]!r}. Nothing "
+                "after it was captured (pipeline.schema.change.behavior: exception). Fix: "
+                "set pipeline.schema.change.behavior: lenient to follow schema changes, or "
+                "start a new pipeline (a new pipeline.name) after the change"
+            )
+        last = self._known.get((db, table)) or {}
+        value = {**last, "ddl": sql, "action": action, "pos": pos, "ts_ms": ts_ms}
+        if action in EMPTIES_TABLE:
+            # every key of the table is tombstoned (the sink): the next layout starts afresh
+            value.update(key=None, columns=None)
+        self._write(db, table, value)
+
+    def _write(self, db: str, table: str, value: dict[str, Any]) -> None:
+        value = {"v": SCHEMA_VERSION, "db": db, "table": table, "key": None, "columns": None,
+                 "ddl": None, "action": None, **value}
+        self._known[(db, table)] = value
+        self._open()
+        self._producer.send(self._topic, orjson.dumps(value), _key(db, table), value["ts_ms"])
+
+
+def _key(db: str, table: str) -> bytes:
+    return orjson.dumps({"db": db, "table": table})
+
+
+def key_change_message(db: str, table: str, before: KeySchema, after: KeySchema, pos: str,
+                       last: dict[str, Any]) -> str:
+    ddl = last.get("ddl")
+    cause = (f"by {str(ddl)[:300]!r} (binlog {last.get('pos')})" if ddl
+             else "by a schema change capture did not see")
+    return (
+        f"the key of {db}.{table} changed from {before.describe()} to {after.describe()} "
+        f"{cause}; its first row under the new key is at binlog {pos}. Its topics hold "
+        "messages keyed by the old key: writing the new key beside them would leave every "
+        "old key live (a phantom row per key) in the compacted topic. Nothing from that row "
+        "on was captured; everything before it is committed. "
+        f"Fix: exclude {db}.{table} from this pipeline (source.tables.exclude) and start it "
+        "again: it goes on from here with the other tables. Then delete the sink topic(s) "
+        f"{db}.{table} is routed to and capture it under its new key with a pipeline of its "
+        f"own (another pipeline.name, tables: {db}.{table}, scan.startup.mode: initial). A "
+        "sink topic shared with other tables holds their keys too: start every pipeline "
+        "writing it again from scratch instead. "
+        "(pipeline.schema.change.behavior: lenient stops at a key change; re-keying in "
+        "place, 'evolve', is not built yet.)"
+    )
