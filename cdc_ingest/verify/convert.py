@@ -181,9 +181,10 @@ def converter(column: Column, tinyint1_as_boolean: bool = True) -> Converter:
     raise UnsupportedType(f"column {column.name} has type {column.column_type}")
 
 
-def select_expression(column: Column) -> str:
-    """How to select the column so that its value arrives exactly."""
-    name = "`" + column.name.replace("`", "``") + "`"
+def select_expression(column: Column, of: str | None = None) -> str:
+    """How to select the column (or ``of``, an expression of its type such as
+    ``DEFAULT(col)``) so that its value arrives exactly."""
+    name = of or "`" + column.name.replace("`", "``") + "`"
     # The text protocol prints FLOAT with 6 significant digits; as a DOUBLE it is exact.
     if column.data_type == "float":
         return f"({name} + 0E0)"

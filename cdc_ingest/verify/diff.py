@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from cdc_ingest.verify.values import parse, render, same
+from cdc_ingest.verify.values import dumps, parse, render, same
 
 ABSENT = "(absent)"
 CATEGORIES = ("missing", "extra", "differing", "conflicts")
@@ -85,6 +85,9 @@ class TopicCheck:
         self._except_key = except_key
         self._max = max_diffs
         self._owner: dict[bytes, str] | None = {} if len(tables) > 1 else None
+        # table -> column -> the value rows got when the column was added, parsed as a
+        # topic value is (MySqlSide.added_values)
+        self._added: dict[str, dict[str, Any]] = {}
         self.result = TopicResult(topic, tables, latest is not None, len(self._latest),
                                   dict.fromkeys(tables, 0))
 
@@ -116,9 +119,25 @@ class TopicCheck:
             actual = parse(raw)
         except ValueError:
             actual = raw.decode("utf-8", errors="replace")  # shown as a string, and differs
-        if not same(expected, actual):
+        if not same(expected, actual) and not self._same_but_added(table, expected, actual):
             self._note("differing", lambda: Sample(
                 key.decode(), table, value_diff(expected, actual)))
+
+    def columns_added(self, table: str, values: dict[str, Any]) -> None:
+        """The value each column of ``table`` stands for where a message lacks it (a message
+        written before the column was added)."""
+        self._added[table] = parse(dumps(values))
+
+    def _same_but_added(self, table: str, expected: Any, actual: Any) -> bool:
+        """Equal once the columns the message lacks are taken as the values rows got when
+        those columns were added (docs/output-contract.md, "Schema changes")."""
+        if not (isinstance(expected, dict) and isinstance(actual, dict)):
+            return False
+        missing = [c for c in expected if c not in actual]
+        added = self._added.get(table, {})
+        if not missing or any(c not in added for c in missing):
+            return False
+        return same(expected, {**actual, **{c: added[c] for c in missing}})
 
     def problem(self, text: str) -> None:
         """Something that keeps a table from being verified (no key, unsupported type)."""

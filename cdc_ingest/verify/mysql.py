@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import pymysql
+
 from cdc_ingest.errors import SourceError
 from cdc_ingest.mysql import (
     COLUMNS_QUERY,
@@ -120,6 +122,28 @@ class MySqlSide:
             yield
         finally:
             self._run("COMMIT")
+
+    def added_values(self, shape: TableShape, tinyint1_as_boolean: bool) -> dict[str, Any]:
+        """Each non-key column's default as output JSON (``DEFAULT(col)``): the value rows
+        that existed when the column was added got, which a message written before then
+        stands for (docs/output-contract.md, "Schema changes"). A column whose default the
+        server will not give (none, or an expression MySQL does not evaluate here) is left
+        out: such a message cannot be checked. Empty for an empty table."""
+        out: dict[str, Any] = {}
+        source = f"{quote(shape.db)}.{quote(shape.table)}"
+        for column in shape.columns:
+            if column.name in shape.key:
+                continue
+            expression = select_expression(column, f"DEFAULT({quote(column.name)})")
+            try:
+                rows = self._run(f"SELECT {expression} FROM {source} LIMIT 1")  # noqa: S608
+                convert = converter(column, tinyint1_as_boolean)
+            except (pymysql.MySQLError, UnsupportedType):
+                continue
+            if rows:
+                value = rows[0][0]
+                out[column.name] = None if value is None else convert(value)
+        return out
 
     def rows(self, shape: TableShape) -> Iterator[tuple[Any, ...]]:
         """Every row of the table, streamed."""

@@ -53,6 +53,7 @@ def _check_topic(
             except SourceError as exc:
                 check.problem(str(exc))
                 continue
+            check.columns_added(name, mysql.added_values(shape, boolean))
             for values in mysql.rows(shape):
                 key, row = convert(values)
                 check.row(name, key, shape.key, row)

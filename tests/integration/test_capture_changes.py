@@ -145,3 +145,45 @@ def test_ddl_is_recorded_and_later_rows_use_the_new_columns(
         ("+I", "", {"id": 7, "x": "new"}),
     ]
     assert records[1]["db"] == fresh_db and records[1]["table"] == "t"
+
+
+def test_configured_key_columns_and_a_prefix_primary_key_key_binlog_rows(
+    source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
+) -> None:
+    """A table without a primary key, keyed by ``source.tables.key-columns`` (in their
+    configured order), and one whose primary key has a prefix part (the binlog describes it
+    apart from a plain key)."""
+    db = fresh_source_db
+    conn = admin_conn(source, db)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE n (region INT NOT NULL, code VARCHAR(8) NOT NULL, v INT)")
+        cur.execute("CREATE TABLE p (name VARCHAR(20) NOT NULL, v INT, "
+                    "PRIMARY KEY (name(3), v))")
+    start = gtid_now(source)
+    with conn.cursor() as cur:
+        cur.execute("INSERT INTO n VALUES (1, 'a', 0), (2, 'b', 0)")
+        cur.execute("UPDATE n SET v = 1 WHERE code = 'a'")
+        cur.execute("DELETE FROM n WHERE code = 'b'")
+        cur.execute("INSERT INTO p VALUES ('alpha', 1)")
+        cur.execute("UPDATE p SET name = 'alps' WHERE v = 1")
+    conn.commit()
+    name = f"keycols-{db}"
+    config = write_pipeline(
+        tmp_path / "k.yaml", source, kafka, name, rf"{db}.n, {db}.p",
+        source={"scan.startup.mode": "specific-offset",
+                "scan.startup.specific-offset.gtid-set": start,
+                "tables.key-columns": {f"{db}.n": "code,region"}},
+    )
+    log = tmp_path / "capture.log"
+    proc = start_capture(config, log)
+    try:
+        records = wait_for(lambda: (r := changelog(kafka, name)) and len(rows_of(r)) >= 7 and r,
+                           what="7 row changes")
+    finally:
+        assert stop(proc) == 0, log.read_text()
+    assert _by_key(records) == {
+        ("n", '{"code":"a","region":1}'): [("+I", 0), ("+U", 1)],
+        ("n", '{"code":"b","region":2}'): [("+I", 0), ("-D", None)],
+        ("p", '{"name":"alpha","v":1}'): [("+I", 1), ("-D", None)],
+        ("p", '{"name":"alps","v":1}'): [("+I", 1)],
+    }

@@ -192,3 +192,18 @@ route:
         "orders_archive": ["app.order_1"],
         "app.users": ["app.users"],
     }
+
+
+def test_a_column_added_later_stands_for_its_default_where_a_message_lacks_it() -> None:
+    c = check(topic(({"id": 1}, {"id": 1, "s": "a"}), ({"id": 2}, {"id": 2, "s": "b"}),
+                    ({"id": 3}, {"id": 3, "s": "c"}), ({"id": 4}, {"id": 4, "s": "d"})))
+    c.columns_added("db.t", {"s": None, "d": Num("1.50"), "n": None})  # "x": no default
+    c.row("db.t", key(id=1), ("id",), {"id": 1, "s": "a", "d": Num("1.50"), "n": None})
+    c.row("db.t", key(id=2), ("id",), {"id": 2, "s": "b", "d": Num("2.00"), "n": None})
+    c.row("db.t", key(id=3), ("id",), {"id": 3, "s": "c", "d": Num("1.50"), "n": 7})
+    c.row("db.t", key(id=4), ("id",), {"id": 4, "s": "d", "d": Num("1.50"), "n": None,
+                                       "x": 0})
+    result = c.finish()
+    assert result.counts["differing"] == 3, result.samples
+    assert [s.key for s in result.samples["differing"]] == ['{"id":2}', '{"id":3}', '{"id":4}']
+    assert result.samples["differing"][0].detail.startswith("d: mysql 2.00 | topic (absent)")
