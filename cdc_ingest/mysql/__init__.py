@@ -9,6 +9,7 @@ from cdc_ingest.mysql.connection import (
     connect,
     connection_settings,
     stream_rows,
+    try_query,
 )
 from cdc_ingest.mysql.flavor import Flavor
 
@@ -23,4 +24,5 @@ __all__ = [
     "connect",
     "connection_settings",
     "stream_rows",
+    "try_query",
 ]

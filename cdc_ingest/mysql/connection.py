@@ -98,3 +98,15 @@ def stream_rows(conn: pymysql.Connection, sql: str, args: Any, fetch: int,
                           "SELECT it and that the server is reachable.") from exc
     finally:
         cursor.close()
+
+
+def try_query(conn: pymysql.Connection, sql: str,
+              args: Any = None) -> list[tuple[Any, ...]] | None:
+    """The rows of a statement the server may refuse (None then), such as ``DEFAULT(col)``
+    of a column without a default."""
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql, args)
+            return list(cur.fetchall())
+    except pymysql.MySQLError:
+        return None

@@ -12,8 +12,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import pymysql
-
 from cdc_ingest.errors import SourceError
 from cdc_ingest.mysql import (
     COLUMNS_QUERY,
@@ -22,6 +20,7 @@ from cdc_ingest.mysql import (
     as_text,
     connect,
     stream_rows,
+    try_query,
 )
 from cdc_ingest.verify.convert import UnsupportedType, converter, select_expression
 from cdc_ingest.verify.values import dumps
@@ -136,10 +135,10 @@ class MySqlSide:
                 continue
             expression = select_expression(column, f"DEFAULT({quote(column.name)})")
             try:
-                rows = self._run(f"SELECT {expression} FROM {source} LIMIT 1")  # noqa: S608
                 convert = converter(column, tinyint1_as_boolean)
-            except (pymysql.MySQLError, UnsupportedType):
+            except UnsupportedType:
                 continue
+            rows = try_query(self._conn, f"SELECT {expression} FROM {source} LIMIT 1")  # noqa: S608
             if rows:
                 value = rows[0][0]
                 out[column.name] = None if value is None else convert(value)
