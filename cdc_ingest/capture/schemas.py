@@ -67,8 +67,9 @@ class SchemaGuard:
 
     def forget_all(self) -> None:
         """A first start: what the topic holds is from an earlier pipeline of this name."""
-        for db, table in list(self._known):
+        if self._known:
             self._open()
+        for db, table in self._known:
             self._producer.send(self._topic, None, _key(db, table))
         self._known.clear()
 

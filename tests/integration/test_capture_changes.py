@@ -26,6 +26,29 @@ def _by_key(records: list[dict[str, Any]]) -> dict[tuple[str, str], list[tuple[A
     return out
 
 
+def _capture(source: Source, kafka: Any, tmp_path: Path, name: str, tables: str, start: str,
+             rows: int, source_options: dict[str, Any] | None = None,
+             pipeline: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Capture ``tables`` from GTID set ``start`` until the changelog holds ``rows`` row
+    changes; every committed changelog record."""
+    config = write_pipeline(
+        tmp_path / f"{name}.yaml", source, kafka, name, tables,
+        source={"scan.startup.mode": "specific-offset",
+                "scan.startup.specific-offset.gtid-set": start, **(source_options or {})},
+        pipeline=pipeline,
+    )
+    log = tmp_path / "capture.log"
+    proc = start_capture(config, log)
+    try:
+        records: list[dict[str, Any]] = wait_for(
+            lambda: (r := changelog(kafka, name)) and len(rows_of(r)) >= rows and r,
+            what=f"{rows} row changes",
+        )
+    finally:
+        assert stop(proc) == 0, log.read_text()
+    return records
+
+
 def test_insert_update_delete_and_key_change_per_key_in_order(
     source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
 ) -> None:
@@ -56,20 +79,8 @@ def test_insert_update_delete_and_key_change_per_key_in_order(
         cur.execute("COMMIT")
     conn.commit()
 
-    name = f"ops-{fresh_db}"
-    config = write_pipeline(
-        tmp_path / "ops.yaml", source, kafka, name, rf"{fresh_db}.a, {fresh_db}.b",
-        source={"scan.startup.mode": "specific-offset",
-                "scan.startup.specific-offset.gtid-set": start},
-    )
-    proc = start_capture(config, tmp_path / "capture.log")
-    try:
-        records = wait_for(
-            lambda: (r := changelog(kafka, name)) and len(rows_of(r)) >= 17 and r,
-            what="17 row changes",
-        )
-    finally:
-        assert stop(proc) == 0, (tmp_path / "capture.log").read_text()
+    records = _capture(source, kafka, tmp_path, f"ops-{fresh_db}",
+                       rf"{fresh_db}.a, {fresh_db}.b", start, 17)
 
     assert {r["table"] for r in rows_of(records)} == {"a", "b"}
     assert _by_key(records) == {
@@ -118,21 +129,8 @@ def test_ddl_is_recorded_and_later_rows_use_the_new_columns(
         cur.execute("INSERT INTO fresh VALUES (7, 'new')")
     conn.commit()
 
-    name = f"ddl-{fresh_db}"
-    config = write_pipeline(
-        tmp_path / "ddl.yaml", source, kafka, name, rf"{fresh_db}.\.*",
-        source={"scan.startup.mode": "specific-offset",
-                "scan.startup.specific-offset.gtid-set": start},
-        pipeline={"parallelism": 1},
-    )
-    proc = start_capture(config, tmp_path / "capture.log")
-    try:
-        records = wait_for(
-            lambda: (r := changelog(kafka, name)) and len(rows_of(r)) >= 4 and r,
-            what="4 row changes",
-        )
-    finally:
-        assert stop(proc) == 0, (tmp_path / "capture.log").read_text()
+    records = _capture(source, kafka, tmp_path, f"ddl-{fresh_db}", rf"{fresh_db}.\.*", start,
+                       4, pipeline={"parallelism": 1})
 
     seen = [(r["op"], r.get("ddl", "")[:20], r["after"]) for r in records]
     assert seen == [
@@ -167,20 +165,8 @@ def test_configured_key_columns_and_a_prefix_primary_key_key_binlog_rows(
         cur.execute("INSERT INTO p VALUES ('alpha', 1)")
         cur.execute("UPDATE p SET name = 'alps' WHERE v = 1")
     conn.commit()
-    name = f"keycols-{db}"
-    config = write_pipeline(
-        tmp_path / "k.yaml", source, kafka, name, rf"{db}.n, {db}.p",
-        source={"scan.startup.mode": "specific-offset",
-                "scan.startup.specific-offset.gtid-set": start,
-                "tables.key-columns": {f"{db}.n": "code,region"}},
-    )
-    log = tmp_path / "capture.log"
-    proc = start_capture(config, log)
-    try:
-        records = wait_for(lambda: (r := changelog(kafka, name)) and len(rows_of(r)) >= 7 and r,
-                           what="7 row changes")
-    finally:
-        assert stop(proc) == 0, log.read_text()
+    records = _capture(source, kafka, tmp_path, f"keycols-{db}", rf"{db}.n, {db}.p", start, 7,
+                       {"tables.key-columns": {f"{db}.n": "code,region"}})
     assert _by_key(records) == {
         ("n", '{"code":"a","region":1}'): [("+I", 0), ("+U", 1)],
         ("n", '{"code":"b","region":2}'): [("+I", 0), ("-D", None)],
