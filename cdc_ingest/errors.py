@@ -49,9 +49,22 @@ class ConfigError(CdcIngestError):
 
 
 class SourceError(CdcIngestError):
-    """MySQL is unreachable, misconfigured, or sent something we cannot represent."""
+    """MySQL is misconfigured, refused something, or sent something we cannot represent."""
 
     exit_code = 3
+
+
+# The exit code of a failure that passes by itself: MySQL or Kafka unreachable for a while, a
+# Kafka transaction the broker aborted after transaction.timeout.ms. Nothing uncommitted is
+# kept, so starting again resumes exactly; ``cdc-ingest start`` does that itself, with backoff.
+TRANSIENT_EXIT_CODE = 11
+
+
+class SourceUnavailable(SourceError):
+    """MySQL could not be reached (down, restarting, failing over, network) within
+    ``connect.max-retries``; starting again resumes from the committed position."""
+
+    exit_code = TRANSIENT_EXIT_CODE
 
 
 class PreflightError(CdcIngestError):

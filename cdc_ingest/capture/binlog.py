@@ -30,7 +30,7 @@ from pymysqlreplication.row_event import (
     WriteRowsEvent,
 )
 
-from cdc_ingest.capture.binlog_errors import stream_error
+from cdc_ingest.capture.binlog_errors import BinlogDisconnected, stream_error
 from cdc_ingest.capture.binlog_library import teach_the_library
 from cdc_ingest.capture.binlog_payload import TRANSACTION_PAYLOAD_EVENT, PayloadUnpacker
 from cdc_ingest.capture.decoder import (
@@ -60,6 +60,9 @@ TableFilter = Callable[[str, str], bool]
 
 
 teach_the_library()
+# Its one warning announces reconnecting a broken stream, which capture refuses it
+# (BinlogReader._connect) and reports itself.
+logging.getLogger("pymysqlreplication").setLevel(logging.ERROR)
 
 _ROW_KINDS = {WriteRowsEvent: "I", UpdateRowsEvent: "U", DeleteRowsEvent: "D"}
 _KIND_CODES = {"I": INSERT, "U": UPDATE, "D": DELETE}
@@ -86,6 +89,8 @@ class BinlogReader:
         self._partial = PartialRows()
         self._start = start
         self._file = start.file or ""
+        self.received = False  # whether the server sent anything (the connection worked)
+        self._streams = 0
         kwargs: dict[str, Any] = {}
         if start.gtid_set is not None and (start.gtid_set or not start.file):
             kwargs["auto_position"] = start.gtid_set
@@ -116,6 +121,7 @@ class BinlogReader:
             ],
             filter_non_implemented_events=False,
             enable_logging=False,
+            pymysql_wrapper=self._connect,
             **kwargs,
         )
         self._payloads = PayloadUnpacker(self._stream)
@@ -123,14 +129,22 @@ class BinlogReader:
     def close(self) -> None:
         self._stream.close()
 
-    def set_resume_gtid(self, gtid_set: str) -> None:
-        """Where the library reconnects after a dropped connection (it retries on its own)."""
-        if self._stream.auto_position is not None:
-            self._stream.auto_position = gtid_set
+    def _connect(self, **settings: Any) -> pymysql.Connection:
+        """The library's connections. It reconnects a broken binlog stream on its own, from
+        the transaction after the last one it sent whole: the rows of the transaction
+        capture is inside would come again. So a second stream connection is refused, and
+        capture reconnects from its committed position (cdc_ingest.capture.stream)."""
+        if settings.get("db") is None:  # the stream (the library's control one names a db)
+            self._streams += 1
+            if self._streams > 1:
+                raise BinlogDisconnected("the binlog connection to MySQL broke (the server "
+                                         "closed it or went away)")
+        return pymysql.connect(**settings)
 
     def events(self) -> Iterator[BinlogEvent]:
         try:
             for ev in self._stream:
+                self.received = True
                 if (isinstance(ev, NotImplementedEvent)
                         and ev.packet.event_type == TRANSACTION_PAYLOAD_EVENT):
                     for inner in self._payloads.events(ev):  # a compressed transaction
@@ -143,6 +157,8 @@ class BinlogReader:
                     yield out
         except pymysql.err.OperationalError as exc:
             raise stream_error(exc, self._start, self._server_id) from exc
+        # The library ends the iteration when the server ends the stream (EOF): a shutdown.
+        raise BinlogDisconnected("MySQL ended the binlog stream (it is shutting down)")
 
     def _translate(self, ev: Any) -> BinlogEvent | None:
         kind = _ROW_KINDS.get(type(ev))

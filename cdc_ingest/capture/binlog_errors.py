@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdc_ingest.errors import PositionPurgedError, SourceError
+from cdc_ingest.errors import PositionPurgedError, SourceError, SourceUnavailable
 from cdc_ingest.model import Position
+from cdc_ingest.mysql.connection import CONNECTION_LOST
 from cdc_ingest.mysql.packed import packed_int
 
 ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
@@ -15,10 +16,18 @@ ER_SLAVE_SAME_ID = 4052
 # Table_map_log_event::Optional_metadata_field_type, SIGNEDNESS .. COLUMN_VISIBILITY).
 KNOWN_METADATA = frozenset(range(1, 13))
 CHECKSUM_LEN = 4
+# How MySQL and MariaDB say a replica's position is ahead of what they have.
+SERVER_BEHIND = ("more GTIDs than", "which is not in the master's binlog")
 
 
 class ReplicaTakenOver(SourceError):
     """Another replica connected to MySQL with this capture's server-id."""
+
+
+class BinlogDisconnected(SourceUnavailable):
+    """The binlog connection broke (the server stopped, restarted, failed over, or the network
+    dropped it). Capture reconnects from what it has committed, not the library: a stream
+    resumed by the library would send the open transaction's rows again."""
 
 
 def stream_error(exc: Exception, start: Position, server_id: int) -> SourceError:
@@ -34,6 +43,17 @@ def stream_error(exc: Exception, start: Position, server_id: int) -> SourceError
             "MySQL dropped this capture's binlog stream. Fix: if it is a second "
             "instance of this pipeline, run only one; otherwise give each pipeline (and "
             "each replica) its own source.server-id.")
+    if code in CONNECTION_LOST:
+        return BinlogDisconnected(f"the binlog connection to MySQL broke: {message}")
+    if code == ER_MASTER_FATAL_ERROR_READING_BINLOG and any(
+            m in message for m in SERVER_BEHIND):
+        return SourceError(
+            f"MySQL cannot send the binlog from position {start.describe()!r}: {message}. "
+            "This server lacks transactions capture already captured: it is behind or has "
+            "diverged, as after a failover to a replica that had not received everything, so "
+            "the sink topics hold changes this server does not have. Fix: point source."
+            "hostname at a server that has them (or wait until this one has caught up); "
+            "else start a new pipeline with scan.startup.mode: initial.")
     if code == ER_MASTER_FATAL_ERROR_READING_BINLOG:
         return PositionPurgedError(
             f"MySQL cannot send the binlog from position {start.describe()!r}: "

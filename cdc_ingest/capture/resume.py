@@ -72,7 +72,8 @@ def start_position(options: CaptureOptions, store: PositionStore,
             tables = sorted(t for t in catalog.tables() if options.captured(*t))
             log.info("snapshot of %d table(s) first, then the binlog from %s",
                      len(tables), start.describe())
-            start = replace(start, snapshot=SnapshotState([list(t) for t in tables]).as_json())
+            state = SnapshotState([list(t) for t in tables], server=catalog.server_identity())
+            start = replace(start, snapshot=state.as_json())
     why = catalog.purged_before(start)
     if why is not None:
         raise PositionPurgedError(
@@ -80,6 +81,21 @@ def start_position(options: CaptureOptions, store: PositionStore,
             f"{start.describe()!r}: {why}. Fix: {PURGED_FIX}."
         )
     return start, skip_before_s
+
+
+def same_server(state: SnapshotState, catalog: Catalog) -> None:
+    """Raise when the snapshot's chunk positions are another server's binlog positions:
+    after a failover they cannot say which changes the snapshot rows already hold."""
+    now = catalog.server_identity()
+    if state.server is not None and state.server != now:
+        raise SourceError(
+            f"the snapshot was read from another server ({state.server}) than the one capture "
+            f"is connected to now ({now}), and its chunks' binlog positions are that "
+            "server's, so which changes the snapshot rows already hold cannot be told on "
+            "this one. Fix: point source.hostname at the server the snapshot was read from "
+            "until capture logs that the snapshot's binlog window has passed; else start a "
+            "new pipeline (new pipeline.name, scan.startup.mode: initial)."
+        )
 
 
 class Transactions:
@@ -93,6 +109,11 @@ class Transactions:
         self._skip_rows = start.rows_done  # rows of the resumed transaction already captured
         self._resumed_gtid = start.tx_gtid
         self._skip_before_s = skip_before_s
+
+    def resumed_at(self, position: Position) -> Transactions:
+        """What to skip when the binlog is read again from ``position`` (committed by this
+        run, so a timestamp start's skip still holds until its first transaction)."""
+        return Transactions(position, self._skip_before_s)
 
     def begin(self, ev: TxBegin) -> None:
         already = ev.gtid is not None and bool(self.seen_gtid) and has_gtid(

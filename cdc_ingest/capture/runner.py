@@ -19,7 +19,7 @@ from cdc_ingest.capture.decoder import decoder_kind
 from cdc_ingest.capture.options import CaptureOptions
 from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.capture.progress import Progress
-from cdc_ingest.capture.resume import Transactions, start_position
+from cdc_ingest.capture.resume import Transactions, same_server, start_position
 from cdc_ingest.capture.schemas import SchemaGuard, load_schemas
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.snapshot.phase import SnapshotPhase, snapshotter
@@ -27,6 +27,7 @@ from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.capture.stream import BinlogPhase
 from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer
 from cdc_ingest.kafka.limits import message_limit
+from cdc_ingest.model import Position
 from cdc_ingest.mysql import Catalog
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,7 @@ class Capture:
         chunk_filter = None
         if start.snapshot is not None:
             state = SnapshotState.from_json(start.snapshot)
+            same_server(state, self._catalog)
             planner = snapshotter(o, 0)
             if not state.done:
                 SnapshotPhase(o, self._producer, checkpoint, planner, guard,
@@ -90,15 +92,16 @@ class Capture:
             self._producer, o.changelog_topic, partitions, o.captured, self._catalog,
             checkpoint, Transactions(start, skip_before_s),
             Progress(LOG_INTERVAL_S, self._catalog), chunk_filter, guard, self.stopping)
-        reader = BinlogReader(o.connection, o.server_id, start, o.captured, self._table_facts,
-                              self._catalog.is_mariadb,
-                              min(o.heartbeat_s, max(o.max_interval_s, 1.0)))
+        def open_reader(at: Position) -> BinlogReader:
+            return BinlogReader(o.connection, o.server_id, at, o.captured, self._table_facts,
+                                self._catalog.is_mariadb,
+                                min(o.heartbeat_s, max(o.max_interval_s, 1.0)))
+
         log.info("capture %s starts at %s (row decoder: %s)", o.pipeline,
                  start.describe() or "binlog head", decoder_kind())
         try:
-            stream.run(reader)
+            stream.run(open_reader, o.connect_retries)
         finally:
-            reader.close()
             self._catalog.close()
         log.info("capture stopped at %s", checkpoint.committed.describe())
 

@@ -11,6 +11,7 @@ the changelog, so a commit in the middle of a large MySQL transaction resumes ex
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -23,15 +24,16 @@ from cdc_ingest.capture.encode import KEEP_ALL, KEEP_NEW, KEEP_OLD, Encoders, Ke
 from cdc_ingest.capture.events import Ddl, Heartbeat, Rows, TxBegin, TxCommit
 from cdc_ingest.capture.keyschema import of_binlog
 from cdc_ingest.capture.progress import Progress
-from cdc_ingest.capture.resume import Transactions
+from cdc_ingest.capture.resume import Transactions, same_server
 from cdc_ingest.capture.schema import TableSchema
 from cdc_ingest.capture.schemas import SchemaGuard
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
-from cdc_ingest.errors import SourceError
+from cdc_ingest.errors import SourceError, SourceUnavailable
 from cdc_ingest.kafka import TransactionalProducer
 from cdc_ingest.model import Position
 from cdc_ingest.model.changelog import EMPTIES_TABLE, ddl_value
 from cdc_ingest.mysql import Catalog
+from cdc_ingest.mysql.connection import retry_delay
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +57,54 @@ class BinlogPhase:
         self._guard = guard
         self._encoders = Encoders(self._on_layout)
 
-    def run(self, reader: BinlogReader) -> None:
-        """Until stopped; the last records and position are committed on the way out."""
-        try:
-            self._consume(reader)
-        except ReplicaTakenOver:
-            # Usually a second capture of this pipeline: Kafka fencing is the authority, and
-            # committing (even an unchanged position) raises FencedError if that is it.
-            self._checkpoint.commit(force=True)
-            raise
+    def run(self, open_reader: Callable[[Position], BinlogReader], retries: int) -> None:
+        """Until stopped; the last records and position are committed on the way out.
+
+        When MySQL goes away (stopped, restarted, failed over to a server with the same GTID
+        history) everything read so far is committed and the binlog is read again from
+        there, with backoff; after ``retries`` (``connect.max-retries``) failed reconnects
+        in a row :class:`SourceUnavailable` ends capture (``start`` restarts it)."""
+        failures = 0
+        while True:
+            reader = open_reader(self._checkpoint.position)
+            try:
+                if failures and self._filter is not None:
+                    # file positions matter until the snapshot's window has passed
+                    same_server(self._filter.state, self._catalog)
+                self._consume(reader)
+                break
+            except ReplicaTakenOver:
+                # Usually a second capture of this pipeline: Kafka fencing is the authority,
+                # and committing (even an unchanged position) raises FencedError if that is it.
+                self._checkpoint.commit(force=True)
+                raise
+            except SourceUnavailable as lost:
+                failures = 1 if reader.received else failures + 1
+                self._resume_after(lost, failures, retries)
+            finally:
+                reader.close()
         self._checkpoint.commit()
+
+    def _resume_after(self, lost: SourceUnavailable, failures: int, retries: int) -> None:
+        """Commit what was read before ``lost`` (the position says exactly that, even inside
+        a MySQL transaction), then wait before reading again from there."""
+        checkpoint = self._checkpoint
+        checkpoint.commit()
+        at = checkpoint.committed.describe() or "the binlog head"
+        if failures > retries:
+            raise SourceUnavailable(
+                f"{str(lost).rstrip('.')}. Reconnecting failed {failures - 1} time(s) in a row "
+                f"(connect.max-retries: {retries}). Everything read before is committed: "
+                f"capture resumes at {at} when started again, and `cdc-ingest start` "
+                "restarts it by itself.") from lost
+        delay = retry_delay(failures)
+        log.warning("%s; everything read before is committed; reading again from %s in "
+                    "%.0fs (reconnect %d of %d)", str(lost).rstrip("."), at, delay, failures,
+                    retries)
+        self._tx = self._tx.resumed_at(checkpoint.committed)
+        deadline = time.monotonic() + delay
+        while time.monotonic() < deadline and not self._stopping():
+            time.sleep(0.1)
 
     def _consume(self, reader: BinlogReader) -> None:
         checkpoint = self._checkpoint
@@ -75,7 +115,6 @@ class BinlogPhase:
                 self._on_begin(ev)
             elif isinstance(ev, TxCommit):
                 self._on_commit(ev.file, ev.pos, ev.ts)
-                reader.set_resume_gtid(checkpoint.committed.gtid_set or "")
             elif isinstance(ev, Ddl):
                 self._on_ddl(ev)
                 if ev.ends_tx:
@@ -162,6 +201,8 @@ class BinlogPhase:
         if self._filter is not None and (file, pos) > self._filter.last:
             self._filter = None  # past every chunk's high watermark: nothing left to drop
             snapshot = None
+            log.info("past the snapshot's binlog window (%s:%s): the snapshot is complete",
+                     file, pos)
         checkpoint.position = Position(
             gtid_set=self._tx.seen_gtid if gtid is not None else checkpoint.position.gtid_set,
             file=file, pos=pos, ts_ms=ts * 1000, snapshot=snapshot,

@@ -1,7 +1,10 @@
 """``cdc-ingest start``: capture and the sink as two child processes, supervised together.
 
-If either child exits, the other is stopped cleanly and the exit code says which failed;
-SIGTERM / Ctrl-C stops both (each finishes or aborts its open transaction) and exits 0.
+A child that exits for a transient reason (exit 11: MySQL or Kafka away for a while, a Kafka
+transaction timed out while the process was frozen) is started again with backoff, and
+resumes from its committed position. If a child exits for any other reason, the other is
+stopped cleanly and the exit code says which failed; SIGTERM / Ctrl-C stops both (each
+finishes or aborts its open transaction) and exits 0.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from types import FrameType
 
 from cdc_ingest.errors import (
     PURGED_FIX,
+    TRANSIENT_EXIT_CODE,
     CdcIngestError,
     ConfigError,
     PositionPurgedError,
@@ -28,6 +32,8 @@ from cdc_ingest.kafka.errors import FencedError
 log = logging.getLogger(__name__)
 
 STOP_TIMEOUT_S = 60.0
+MAX_RESTART_DELAY_S = 30.0
+HEALTHY_S = 120.0  # a child that ran this long starts its restart backoff over
 
 
 class ChildFailed(CdcIngestError):
@@ -91,8 +97,31 @@ def next_step(child: str, code: int) -> str:
             "committed positions.")
 
 
+def restart_delay(restarts: int) -> float:
+    """Seconds before restart number ``restarts`` (1, 2, ...) of a child: 1, 2, 4 ... 30."""
+    return float(min(2 ** (restarts - 1), MAX_RESTART_DELAY_S))
+
+
+class _Restarts:
+    """When to restart a child that stopped for a transient reason: with backoff, counted
+    from its last start that lasted :data:`HEALTHY_S`."""
+
+    def __init__(self) -> None:
+        self.count: dict[str, int] = {}
+        self.started: dict[str, float] = {}
+
+    def due(self, child: _Child) -> float:
+        """Record that ``child`` stopped; returns the delay before starting it again."""
+        ran = time.monotonic() - self.started.get(child.name, 0.0)
+        count = 1 if ran >= HEALTHY_S else self.count.get(child.name, 0) + 1
+        self.count[child.name] = count
+        return restart_delay(count)
+
+
 def run_start(config: Path, sink_args: list[str] | None = None) -> None:
-    """Run capture and sink until one exits or a stop signal arrives."""
+    """Run capture and sink until one fails for good or a stop signal arrives; a child that
+    exits with :data:`TRANSIENT_EXIT_CODE` (MySQL or Kafka away for a while, a transaction
+    Kafka timed out) is started again, with backoff, while the other runs on."""
     stopping = False
 
     def request_stop(signum: int, frame: FrameType | None) -> None:
@@ -101,16 +130,41 @@ def run_start(config: Path, sink_args: list[str] | None = None) -> None:
         stopping = True
 
     previous = {s: signal.signal(s, request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
-    children = [_spawn("capture", config, []), _spawn("sink", config, sink_args or [])]
+    extra: dict[str, list[str]] = {"capture": [], "sink": sink_args or []}
+    restarts = _Restarts()
+    children = []
+    for name, args in extra.items():
+        restarts.started[name] = time.monotonic()
+        children.append(_spawn(name, config, args))
     try:
         failed: _Child | None = None
+        pending: dict[str, float] = {}  # child -> when to start it again
         while not stopping and failed is None:
             time.sleep(0.2)
-            failed = next((c for c in children if c.proc.poll() is not None), None)
+            for i, child in enumerate(children):
+                if child.name in pending:
+                    if time.monotonic() >= pending[child.name]:
+                        del pending[child.name]
+                        restarts.started[child.name] = time.monotonic()
+                        children[i] = _spawn(child.name, config, extra[child.name])
+                    continue
+                code = child.proc.poll()
+                if code is None:
+                    continue
+                if code != TRANSIENT_EXIT_CODE:
+                    failed = child
+                    break
+                delay = restarts.due(child)
+                pending[child.name] = time.monotonic() + delay
+                log.warning(
+                    "%s stopped for a reason that passes by itself (exit %d: its error is "
+                    "above); it resumes from its committed position: starting it again in "
+                    "%.0fs (restart %d in a row)", child.name, code, delay,
+                    restarts.count[child.name])
         for child in children:  # ask both at once, then wait for each
             if child.proc.poll() is None:
                 child.proc.send_signal(signal.SIGTERM)
-        codes = {c.name: _wait_stopped(c) for c in children}
+        codes = {c.name: _wait_stopped(c) for c in children if c.name not in pending}
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -98,7 +98,9 @@ class MySqlSourceDef(ConfigModel):
         timedelta(seconds=30), alias="connect.timeout",
         description="how long connecting to MySQL may take")
     connect_max_retries: int = Field(3, alias="connect.max-retries", ge=0,
-                                     description="retries of a failed connection to MySQL")
+                                     description="retries, with backoff (1, 2, 4, 8, then 10 "
+                                     "s), of a failed connection to MySQL, the binlog's "
+                                     "included; then capture exits 11 and `start` restarts it")
     scan_incremental_snapshot_chunk_size: int = Field(
         8096, alias="scan.incremental.snapshot.chunk.size", ge=1,
         description="primary-key rows per snapshot chunk (one Kafka transaction each)")

@@ -6,7 +6,7 @@ exits with the same code wherever it happens.
 
 from __future__ import annotations
 
-from cdc_ingest.errors import CdcIngestError
+from cdc_ingest.errors import TRANSIENT_EXIT_CODE, CdcIngestError
 
 
 class KafkaClientError(CdcIngestError):
@@ -21,3 +21,11 @@ class FencedError(KafkaClientError):
     task): this one must stop; its open transaction is aborted."""
 
     exit_code = 6
+
+
+class TransactionTimedOut(KafkaClientError):
+    """The broker aborted a transaction that stayed open longer than
+    ``transaction.timeout.ms`` (the process was frozen or blocked): nothing of it is
+    visible, and starting again resumes from the committed position."""
+
+    exit_code = TRANSIENT_EXIT_CODE

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from cdc_ingest.kafka.errors import FencedError, KafkaClientError
+from cdc_ingest.kafka.errors import FencedError, KafkaClientError, TransactionTimedOut
 from cdc_ingest.kafka.limits import MessageTooLarge
 
 log = logging.getLogger(__name__)
 
+DEFAULT_TX_TIMEOUT_MS = 60000  # librdkafka's transaction.timeout.ms
 _FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 
 
@@ -75,6 +77,9 @@ class _Sender:
                 _too_large(exc, topic, key, value)
                 self._failed(exc, f"producing to {topic}")
 
+    def _error(self, exc: KafkaException, what: str) -> None:
+        _raise(exc, what, self._name)
+
     def _failed(self, exc: KafkaException, what: str) -> None:
         """Raise for a failed produce. After a fatal error librdkafka's produce says only
         "fatal"; a transactional producer's transaction calls carry the error behind it
@@ -86,7 +91,7 @@ class _Sender:
                 self._producer.abort_transaction(1)
             except KafkaException as underlying:
                 exc = underlying
-        _raise(exc, what, self._name)
+        self._error(exc, what)
 
 
 class TransactionalProducer(_Sender):
@@ -100,6 +105,8 @@ class TransactionalProducer(_Sender):
         self.transactional_id = self._name = transactional_id
         self._timeout = timeout_s
         self._open = False
+        self._began: float | None = None  # time.monotonic() at the open transaction's begin
+        self._tx_timeout_ms = int(config.get("transaction.timeout.ms", DEFAULT_TX_TIMEOUT_MS))
         self._producer = Producer(
             {
                 **config,
@@ -134,8 +141,9 @@ class TransactionalProducer(_Sender):
         try:
             self._producer.begin_transaction()
         except KafkaException as exc:
-            _raise(exc, "beginning a transaction", self.transactional_id)
+            self._error(exc, "beginning a transaction")
         self._open = True
+        self._began = time.monotonic()
 
     @property
     def in_transaction(self) -> bool:
@@ -145,7 +153,7 @@ class TransactionalProducer(_Sender):
         try:
             self._producer.send_offsets_to_transaction(offsets, group_metadata, self._timeout)
         except KafkaException as exc:
-            _raise(exc, "adding consumer offsets to the transaction", self.transactional_id)
+            self._error(exc, "adding consumer offsets to the transaction")
 
     def commit(self) -> None:
         try:
@@ -155,8 +163,9 @@ class TransactionalProducer(_Sender):
             too_large, self._too_large = self._too_large, None
             if too_large is not None:
                 raise too_large from exc
-            _raise(exc, "committing a transaction", self.transactional_id)
+            self._error(exc, "committing a transaction")
         self._open = False
+        self._began = None
 
     def abort(self) -> None:
         if not self._open:
@@ -164,9 +173,28 @@ class TransactionalProducer(_Sender):
         try:
             self._producer.abort_transaction(self._timeout)
         except KafkaException as exc:
-            _raise(exc, "aborting a transaction", self.transactional_id)
+            self._error(exc, "aborting a transaction")
         finally:
             self._open = False
+        self._began = None
+
+    def _error(self, exc: KafkaException, what: str) -> None:
+        """Raise for a failed call of the open transaction; one open longer than
+        ``transaction.timeout.ms`` was aborted by the broker, whatever the error says (a
+        fenced producer, most often: the broker bumps the epoch when it aborts)."""
+        age_s = 0.0 if self._began is None else time.monotonic() - self._began
+        if age_s * 1000 > self._tx_timeout_ms:
+            raise TransactionTimedOut(
+                f"Kafka aborted this process's transaction while it was {what}: it had been "
+                f"open {age_s:.0f}s, longer than transaction.timeout.ms "
+                f"({self._tx_timeout_ms} ms), because the process was frozen or blocked "
+                "meanwhile (SIGSTOP, a paused VM or container, swapping). Nothing of that "
+                "transaction is visible and the committed position is intact: starting "
+                "again resumes exactly there (`cdc-ingest start` restarts the process by "
+                "itself). Fix if it recurs: find what freezes the process, or raise "
+                "properties.transaction.timeout.ms (at most the broker's "
+                "transaction.max.timeout.ms)") from exc
+        _raise(exc, what, self.transactional_id)
 
     def _abort_quietly(self) -> None:
         try:

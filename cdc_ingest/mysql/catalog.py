@@ -7,9 +7,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from cdc_ingest.errors import SourceError
+import pymysql
+
+from cdc_ingest.errors import SourceError, SourceUnavailable
 from cdc_ingest.model import Position
-from cdc_ingest.mysql.connection import ConnectionSettings, connect
+from cdc_ingest.mysql.connection import CONNECTION_LOST, ConnectionSettings, connect
 from cdc_ingest.mysql.flavor import Flavor
 
 log = logging.getLogger(__name__)
@@ -38,15 +40,29 @@ class Catalog:
     def close(self) -> None:
         self._conn.close()
 
+    def server_identity(self) -> str:
+        """Which server this is, the same after a restart, another for a replica: MySQL's
+        server_uuid, MariaDB's server_id (unique in a replication topology)."""
+        variable = "server_id" if self.is_mariadb else "server_uuid"
+        return f"{variable}={self._one(f'SELECT @@{variable}')[0]}"
+
     def _one(self, sql: str, args: Any = None) -> tuple[Any, ...]:
         rows = self._all(sql, args)
         return rows[0] if rows else ()
 
     def _all(self, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
-        self._conn.ping(reconnect=True)
-        with self._conn.cursor() as cur:
-            cur.execute(sql, args)
-            return list(cur.fetchall())
+        try:
+            self._conn.ping(reconnect=True)
+            with self._conn.cursor() as cur:
+                cur.execute(sql, args)
+                return list(cur.fetchall())
+        except pymysql.err.OperationalError as exc:
+            if (exc.args[0] if exc.args else 0) not in CONNECTION_LOST:
+                raise
+            raise SourceUnavailable(
+                f"MySQL at {self._settings.host}:{self._settings.port} went away: "
+                f"{exc.args[-1]}. Fix: check that the server is up and reachable; "
+                "`cdc-ingest start` tries again by itself.") from exc
 
     def table_facts(self, db: str,
                     table: str) -> tuple[frozenset[str], tuple[str, ...], bool]:

@@ -11,7 +11,7 @@ import pymysql
 import pymysql.converters
 from pymysql.constants import FIELD_TYPE
 
-from cdc_ingest.errors import SourceError
+from cdc_ingest.errors import SourceError, SourceUnavailable
 
 if TYPE_CHECKING:
     from cdc_ingest.config import MySqlSourceDef
@@ -56,10 +56,18 @@ SERVER_TEXT = (FIELD_TYPE.DATETIME, FIELD_TYPE.TIMESTAMP, FIELD_TYPE.DATE,
                FIELD_TYPE.NEWDECIMAL, FIELD_TYPE.DECIMAL)
 
 
+# The client's "the server went away" errors: can't connect, gone, lost, lost at handshake.
+CONNECTION_LOST = frozenset({2003, 2006, 2013, 2055})
+# Errors of a login the server refused: retrying, or restarting capture, cannot help.
+LOGIN_REFUSED = frozenset({1044, 1045, 1698, 1251, 2059})
+
+
 def connect(settings: ConnectionSettings, retries: int = 3,
             server_text: bool = False) -> pymysql.Connection:
     """A connection (autocommit), retried ``retries`` times with backoff; the error says how to
-    fix it. ``server_text``: values of the :data:`SERVER_TEXT` types arrive as text."""
+    fix it: :class:`SourceError` when the server refused the login, else
+    :class:`SourceUnavailable` (down, restarting, unreachable: it may pass by itself).
+    ``server_text``: values of the :data:`SERVER_TEXT` types arrive as text."""
     options: dict[str, Any] = {}
     if server_text:
         conv = dict(pymysql.converters.conversions)
@@ -68,20 +76,33 @@ def connect(settings: ConnectionSettings, retries: int = 3,
         options["conv"] = conv
     last: Exception | None = None
     for attempt in range(retries + 1):
+        if attempt:
+            time.sleep(retry_delay(attempt))
         try:
             return pymysql.connect(**settings.as_pymysql(), autocommit=True, **options)
         except pymysql.err.OperationalError as exc:
             last = exc
-            code = exc.args[0] if exc.args else 0
-            if code in (1044, 1045):  # access denied: retrying will not help
-                break
-            time.sleep(min(2**attempt, 10))
-    raise SourceError(
-        f"cannot connect to MySQL at {settings.host}:{settings.port} as {settings.user!r}: "
-        f"{last.args[1] if last and len(last.args) > 1 else last}. Fix: check source.hostname, "
-        "source.port, source.username and source.password, and that the server accepts "
-        "connections from this host."
+            if (exc.args[0] if exc.args else 0) in LOGIN_REFUSED:
+                raise SourceError(
+                    f"MySQL at {settings.host}:{settings.port} refused the login of "
+                    f"{settings.user!r}: {_reason(exc)}. Fix: check source.username and "
+                    "source.password, and that the user may connect from this host."
+                ) from exc
+    raise SourceUnavailable(
+        f"cannot connect to MySQL at {settings.host}:{settings.port} as {settings.user!r} "
+        f"({retries + 1} attempt{'s' if retries else ''}, connect.max-retries: {retries}): "
+        f"{_reason(last)}. Fix: check that the server is up and reachable from this host "
+        "(source.hostname, source.port); `cdc-ingest start` tries again by itself."
     ) from last
+
+
+def retry_delay(attempt: int) -> float:
+    """Seconds to wait before retry ``attempt`` (1, 2, ...): 1, 2, 4, 8, then 10."""
+    return float(min(2 ** (attempt - 1), 10))
+
+
+def _reason(exc: Exception | None) -> str:
+    return str(exc.args[1] if exc is not None and len(exc.args) > 1 else exc)
 
 
 def stream_rows(conn: pymysql.Connection, sql: str, args: Any, fetch: int,
@@ -94,6 +115,11 @@ def stream_rows(conn: pymysql.Connection, sql: str, args: Any, fetch: int,
         while batch := cursor.fetchmany(fetch):
             yield from batch
     except pymysql.MySQLError as exc:
+        if isinstance(exc, pymysql.err.OperationalError) and exc.args[:1] and (
+                exc.args[0] in CONNECTION_LOST):
+            raise SourceUnavailable(f"reading {what} failed: MySQL went away ({_reason(exc)}). "
+                                    "Fix: check that the server is up and reachable; "
+                                    "`cdc-ingest start` tries again by itself.") from exc
         raise SourceError(f"reading {what} failed: {exc}. Fix: check that the user may "
                           "SELECT it and that the server is reachable.") from exc
     finally:

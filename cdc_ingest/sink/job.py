@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import signal
 import threading
 import time
@@ -37,6 +36,7 @@ from cdc_ingest.kafka import TopicAdmin, client_config
 from cdc_ingest.kafka.config import LIBRDKAFKA_ONLY
 from cdc_ingest.kafka.limits import FLOOR
 from cdc_ingest.sink.changelog import COLUMNS, RESULT, RESULT_SCHEMA, run_task
+from cdc_ingest.sink.failures import query_failed
 from cdc_ingest.sink.settings import SinkSettings, sink_settings
 from cdc_ingest.sink.spark import CONNECTOR, spark_context_exists, spark_session
 from cdc_ingest.sink.writer import committed_offsets, write_partition
@@ -195,27 +195,6 @@ def _start_query(
     return query
 
 
-# "RuntimeError: ..." or "cdc_ingest.kafka.errors.FencedError: ..." at the start of a line
-_PYTHON_ERROR = re.compile(r"^(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): .*$", re.MULTILINE)
-_JVM_PACKAGES = ("org.", "java.", "javax.", "scala.", "py4j.", "com.")
-
-
-def _cause(text: str) -> str:
-    """The innermost Python error in a query failure (its text nests tracebacks and JVM
-    stack traces), else the failure's first line."""
-    python = [m.group(0) for m in _PYTHON_ERROR.finditer(text)
-              if not m.group(0).startswith(_JVM_PACKAGES)]
-    return python[-1] if python else text.strip().splitlines()[0]
-
-
-def _failed(exc: BaseException) -> SinkError:
-    return SinkError(
-        f"the sink query failed: {_cause(str(exc))}\n(Spark's log above has the details; "
-        "--debug shows them all.) Fix the cause and start the sink again: it resumes from its "
-        "checkpoint and the sink group's committed offsets."
-    )
-
-
 def _stop(query: StreamingQuery) -> None:
     """Stop between batches when possible, so no batch is cut off half-written."""
     deadline = time.monotonic() + STOP_GRACE_S
@@ -225,7 +204,7 @@ def _stop(query: StreamingQuery) -> None:
         time.sleep(0.1)
     failure = query.exception()
     if failure is not None:
-        raise _failed(failure) from failure
+        raise query_failed(failure) from failure
     query.stop()
     if query.exception() is not None:
         # stop() interrupted a running batch: its transactions are aborted and it is redone
@@ -241,10 +220,10 @@ def _wait(query: StreamingQuery, stop_event: threading.Event | None) -> None:
                 _stop(query)
                 return
     except StreamingQueryException as exc:
-        raise _failed(exc) from exc
+        raise query_failed(exc) from exc
     failure = query.exception()  # it ended without our stop: someone stopped it, or it failed
     if failure is not None:
-        raise _failed(failure) from failure
+        raise query_failed(failure) from failure
 
 
 def run_sink(

@@ -3,6 +3,7 @@ rows an earlier run already wrote, and what a commit puts into the Kafka transac
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -12,7 +13,8 @@ from cdc_ingest.capture.checkpoint import Checkpoint
 from cdc_ingest.capture.events import TxBegin
 from cdc_ingest.capture.options import StartupSpec
 from cdc_ingest.capture.positions import SOURCE_KEY, PositionStore
-from cdc_ingest.capture.resume import Transactions, first_position
+from cdc_ingest.capture.resume import Transactions, first_position, same_server
+from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.errors import ConfigError, SourceError
 from cdc_ingest.model import Position
 
@@ -126,3 +128,15 @@ def test_nothing_new_commits_nothing_until_the_position_moves_and_a_heartbeat_is
     assert [c[0] for c in producer.calls] == ["begin", "send", "commit"]
     checkpoint.commit(force=True)  # a fenced producer finds out on a forced commit
     assert [c[0] for c in producer.calls][3:] == ["begin", "send", "commit"]
+
+
+def test_a_snapshot_window_is_refused_on_another_server() -> None:
+    """Chunk positions are one server's binlog positions: after a failover before the
+    snapshot's window has passed, capture stops rather than guess."""
+    state = SnapshotState([["db", "t"]], server="server_id=1")
+    same_server(state, SimpleNamespace(server_identity=lambda: "server_id=1"))  # type: ignore[arg-type]
+    same_server(SnapshotState([["db", "t"]]),  # a state from before the field: no check
+                SimpleNamespace(server_identity=lambda: "server_id=2"))  # type: ignore[arg-type]
+    with pytest.raises(SourceError, match=r"another server \(server_id=1\).*\(server_id=2\)"):
+        same_server(state, SimpleNamespace(server_identity=lambda: "server_id=2"))  # type: ignore[arg-type]
+    assert SnapshotState.from_json(state.as_json()).server == "server_id=1"

@@ -1,13 +1,17 @@
-"""The Kafka wrappers' errors: a produce after a fatal error names the error behind it."""
+"""The Kafka wrappers' errors: a produce after a fatal error names the error behind it, and a
+transaction the broker timed out says so."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from cdc_ingest.errors import TRANSIENT_EXIT_CODE
 from cdc_ingest.kafka import FencedError, KafkaClientError, TransactionalProducer
+from cdc_ingest.kafka.errors import TransactionTimedOut
 
 NO_BROKER = {"bootstrap.servers": "127.0.0.1:9", "log_level": 0}
 
@@ -42,3 +46,25 @@ def test_another_fatal_error_stays_a_kafka_error_with_its_cause() -> None:
     with pytest.raises(KafkaClientError, match="producing to t") as caught:
         _producer(behind).send("t", b"v", b"k")
     assert not isinstance(caught.value, FencedError) and "broker said no" in str(caught.value)
+
+
+def test_a_transaction_older_than_its_timeout_says_the_broker_aborted_it() -> None:
+    """Frozen past transaction.timeout.ms: whatever librdkafka says (fenced, most often),
+    the error names the timeout and is transient (exit 11: `start` restarts the process)."""
+    producer = TransactionalProducer({**NO_BROKER, "transaction.timeout.ms": 1000},
+                                     "unit.capture")
+    producer._producer = _Fenced(KafkaError(KafkaError._FENCED, fatal=True))
+    producer._began = time.monotonic() - 5  # opened 5 s ago
+    with pytest.raises(TransactionTimedOut) as caught:
+        producer.send("t", b"v", b"k")
+    text = str(caught.value)
+    assert caught.value.exit_code == TRANSIENT_EXIT_CODE
+    assert "open 5s, longer than transaction.timeout.ms (1000 ms)" in text, text
+    assert "took over" not in text and "properties.transaction.timeout.ms" in text
+
+
+def test_a_young_transaction_fenced_is_still_another_instance() -> None:
+    producer = _producer(KafkaError(KafkaError._FENCED, fatal=True))
+    producer._began = time.monotonic() - 5  # well within the default 60 s
+    with pytest.raises(FencedError, match="took over transactional id"):
+        producer.send("t", b"v", b"k")

@@ -17,6 +17,7 @@ class ChunkFilter:
         for chunk in state.chunks:
             self._by_table.setdefault((chunk[0], chunk[1]), []).append(chunk)
         self._info = info
+        self.state = state
         self.last: BinlogPos = max(((c[4], c[5]) for c in state.chunks), default=("", 0))
 
     def covered(self, db: str, table: str, key: Key, at: BinlogPos) -> bool:

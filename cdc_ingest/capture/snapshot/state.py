@@ -20,10 +20,13 @@ class SnapshotState:
     after: Key | None = None
     chunks: list[list[Any]] = field(default_factory=list)  # [db, table, after, upto, file, pos]
     done: bool = False
+    # The server whose binlog the chunks' positions are in (Catalog.server_identity): another
+    # server's file and offset say nothing about them (a failover mid-snapshot).
+    server: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {"tables": self.tables, "table": self.table, "after": self.after,
-                "chunks": self.chunks, "done": self.done}
+                "chunks": self.chunks, "done": self.done, "server": self.server}
 
     def chunk_done(self, chunk: Chunk, high: BinlogPos) -> None:
         """``chunk`` is read as of ``high`` and goes into the changelog with this progress."""
@@ -38,7 +41,7 @@ class SnapshotState:
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> SnapshotState:
         return cls(body["tables"], body["table"], body.get("after"), body.get("chunks") or [],
-                   bool(body.get("done")))
+                   bool(body.get("done")), body.get("server"))
 
 
 @dataclass

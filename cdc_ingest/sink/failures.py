@@ -1,0 +1,41 @@
+"""What the sink says when its query fails: the innermost Python error of Spark's nested
+failure text, and whether the failure passes by itself (``start`` then restarts the sink)."""
+
+from __future__ import annotations
+
+import re
+
+from cdc_ingest.errors import TRANSIENT_EXIT_CODE, SinkError
+
+# "RuntimeError: ..." or "cdc_ingest.kafka.errors.FencedError: ..." at the start of a line
+_PYTHON_ERROR = re.compile(r"^(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): .*$", re.MULTILINE)
+_JVM_PACKAGES = ("org.", "java.", "javax.", "scala.", "py4j.", "com.")
+
+
+def _cause(text: str) -> str:
+    """The innermost Python error in a query failure (its text nests tracebacks and JVM
+    stack traces), else the failure's first line."""
+    python = [m.group(0) for m in _PYTHON_ERROR.finditer(text)
+              if not m.group(0).startswith(_JVM_PACKAGES)]
+    return python[-1] if python else text.strip().splitlines()[0]
+
+
+# Failures that pass by themselves: a batch's transaction Kafka aborted after
+# transaction.timeout.ms (the sink was frozen), Kafka unreachable past the clients' timeouts.
+_TRANSIENT = ("TransactionTimedOut", "org.apache.kafka.common.errors.TimeoutException")
+
+
+class SinkUnavailable(SinkError):
+    """The sink query failed for a reason that passes by itself; ``start`` restarts it."""
+
+    exit_code = TRANSIENT_EXIT_CODE
+
+
+def query_failed(exc: BaseException) -> SinkError:
+    text = str(exc)
+    kind = SinkUnavailable if any(m in text for m in _TRANSIENT) else SinkError
+    return kind(
+        f"the sink query failed: {_cause(text)}\n(Spark's log above has the details; "
+        "--debug shows them all.) Fix the cause and start the sink again: it resumes from its "
+        "checkpoint and the sink group's committed offsets."
+    )

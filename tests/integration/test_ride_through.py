@@ -1,0 +1,199 @@
+"""`cdc-ingest start` rides through what passes by itself, losing and repeating nothing.
+
+* MariaDB stopped for 20 s under writes, then a switch (a moved virtual IP: a TCP proxy) to a
+  second MariaDB server replicating from the first with GTIDs: capture reconnects, or exits
+  11 and `start` restarts it with backoff; `start` never exits.
+* MySQL restarted under writes, then capture frozen (SIGSTOP) past
+  ``transaction.timeout.ms``: the broker aborts its open transaction; on SIGCONT capture
+  says so, exits 11, and `start` restarts it.
+
+A writer changes ``t`` and logs each change in the same MySQL transaction, so the server's
+log is the truth even for commits the client saw fail. Every key's messages in the sink
+topic (exactly-once) must be its logged change sequence exactly, and ``verify`` equal.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import orjson
+import pymysql
+
+from cdc_ingest.services.mariadb import MariaDB
+from tests.integration.faults import LoggedWriter, Sequences, TcpProxy, expected_sequences
+from tests.integration.pipeline_helpers import (
+    cli,
+    sink_topic,
+    start_command,
+    stop,
+    wait_for,
+    write_pipeline,
+)
+
+APP = {"user": "app", "password": "app"}
+
+
+def _sequences(kafka: Any, topic: str) -> Sequences:
+    out: Sequences = {}
+    for m in sink_topic(kafka, topic):
+        value = None if m.value is None else orjson.loads(m.value)["v"]
+        out.setdefault(orjson.loads(m.key)["id"], []).append(value)
+    return out
+
+
+def _wait_equal(kafka: Any, topic: str, expected: Sequences) -> None:
+    try:
+        wait_for(lambda: _sequences(kafka, topic) == expected, timeout=240,
+                 what="every key's logged change sequence in the sink topic")
+    except AssertionError:
+        got = _sequences(kafka, topic)
+        wrong = sorted(k for k in set(expected) | set(got) if got.get(k) != expected.get(k))
+        raise AssertionError(f"{len(wrong)} keys differ, e.g. " + "; ".join(
+            f"{k}: logged {expected.get(k)}, topic {got.get(k)}" for k in wrong[:4])) from None
+
+
+def _sql(kwargs: dict[str, Any], *statements: str) -> Any:
+    with pymysql.connect(**kwargs, autocommit=True) as conn, conn.cursor() as cur:
+        for sql in statements:
+            cur.execute(sql)
+        return cur.fetchall()
+
+
+def _running_for(proc: subprocess.Popen[bytes], seconds: float, log: Path) -> None:
+    """Wait ``seconds``, failing at once if ``proc`` exits meanwhile."""
+    try:
+        code = proc.wait(seconds)
+    except subprocess.TimeoutExpired:
+        return
+    raise AssertionError(f"`start` exited {code}: {log.read_text()[-3000:]}")
+
+
+def _child_pid(parent: subprocess.Popen[bytes], command: str) -> int:
+    """The pid of `start`'s child running ``cdc_ingest.cli <command>``."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if (int(fields[1]) == parent.pid and b"cdc_ingest.cli" in cmdline
+                and command.encode() in cmdline):
+            return int(stat.parent.name)
+    raise AssertionError(f"no {command} child of `start` (pid {parent.pid})")
+
+
+def test_mariadb_stopped_for_20s_then_failed_over_to_a_gtid_replica_under_writes(
+    kafka: Any, tmp_path: Path
+) -> None:
+    primary = MariaDB(tmp_path / "primary")
+    replica = MariaDB(tmp_path / "replica")
+    proxy: TcpProxy | None = None
+    writer: LoggedWriter | None = None
+    proc = None
+    log = tmp_path / "start.log"
+    try:
+        primary.start()
+        replica.restart_with(server_id=2, log_slave_updates=True)
+        # The replica's history is the primary's, from its first transaction.
+        _sql(replica.admin, "STOP SLAVE", "RESET MASTER", "SET GLOBAL gtid_slave_pos = ''",
+             f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={primary.port}, "
+             "MASTER_USER='root', MASTER_PASSWORD='root', MASTER_USE_GTID=slave_pos",
+             "START SLAVE")
+        # The application's user: read_only holds it off (root is exempt from read_only).
+        _sql(primary.admin, "CREATE DATABASE rt", "CREATE USER app@'%' IDENTIFIED BY 'app'",
+             "GRANT ALL ON rt.* TO app@'%'")
+        proxy = TcpProxy(primary.port)
+        via_proxy = {"host": "127.0.0.1", "port": proxy.port}
+        writer = LoggedWriter({**via_proxy, **APP}, "rt", seed=20)
+        writer.create_tables()
+        config = write_pipeline(
+            tmp_path / "p.yaml", SimpleNamespace(port=proxy.port, cdc=primary.cdc), kafka,
+            "ride", "rt.t",
+            source={"capture.transaction.max-interval": "200ms"},
+            sink={"sink.delivery-guarantee": "exactly-once"},
+        )
+        proc = start_command("start", config, log)
+        wait_for(lambda: "starts at" in log.read_text(), 120, "capture to start")
+        writer.start()
+        _running_for(proc, 5, log)
+
+        primary.stop()  # a clean shutdown, under writes
+        _running_for(proc, 20, log)
+        primary.start()
+        _running_for(proc, 10, log)
+
+        # Switch over: writes held off, the replica caught up, the "virtual IP" moved.
+        _sql(primary.admin, "SET GLOBAL read_only = 1")
+        (pos,), = _sql(primary.admin, "SELECT @@gtid_binlog_pos")
+        (waited,), = _sql(replica.admin, f"SELECT MASTER_GTID_WAIT('{pos}', 60)")
+        assert waited == 0, f"the replica did not reach {pos}"
+        _sql(replica.admin, "STOP SLAVE", "RESET SLAVE ALL")
+        proxy.switch(replica.port)
+        primary.stop()
+        _running_for(proc, 10, log)
+        writer.stop()
+        assert writer.committed > 200 and writer.failed > 0, (writer.committed, writer.failed)
+
+        _wait_equal(kafka, "rt.t", expected_sequences({**via_proxy, **APP}, "rt"))
+        report = cli("verify", "--config", str(config))
+        assert report.returncode == 0, report.stdout + report.stderr
+        assert proc.poll() is None, log.read_text()[-3000:]
+    finally:
+        if writer is not None:
+            writer.stop()
+        code = stop(proc, timeout=90) if proc is not None else 0
+        if proxy is not None:
+            proxy.close()
+        primary.stop(wipe=True)
+        replica.stop(wipe=True)
+    text = log.read_text()
+    assert code == 0, text[-3000:]
+    assert "reading again from" in text, text[-3000:]  # capture reconnected by itself
+    assert "Traceback" not in text, text[-3000:]
+
+
+def test_mysql_restarted_then_capture_frozen_past_the_transaction_timeout(
+    mysql: Any, kafka: Any, fresh_mysql_db: str, tmp_path: Path
+) -> None:
+    db = fresh_mysql_db
+    writer = LoggedWriter(mysql.admin, db, seed=21)
+    writer.create_tables()
+    config = write_pipeline(
+        tmp_path / "p.yaml", mysql, kafka, f"frozen-{db}", f"{db}.t",
+        source={"capture.transaction.max-interval": "2s"},
+        sink={"sink.delivery-guarantee": "exactly-once",
+              "properties.transaction.timeout.ms": "15000"},
+    )
+    log = tmp_path / "start.log"
+    proc = start_command("start", config, log)
+    try:
+        wait_for(lambda: "starts at" in log.read_text(), 120, "capture to start")
+        writer.start()
+        _running_for(proc, 5, log)
+        mysql.restart_with()  # stopped and started again under writes
+        _running_for(proc, 10, log)
+
+        capture = _child_pid(proc, "capture")
+        os.kill(capture, signal.SIGSTOP)  # mid-transaction: it stays open up to 2 s
+        _running_for(proc, 30, log)  # 15 s timeout + the broker's 10 s abort interval
+        os.kill(capture, signal.SIGCONT)
+        wait_for(lambda: "starting it again" in log.read_text(), 60, "capture restarted")
+        _running_for(proc, 10, log)
+        writer.stop()
+        assert writer.committed > 200 and writer.failed > 0, (writer.committed, writer.failed)
+
+        _wait_equal(kafka, f"{db}.t", expected_sequences(mysql.admin, db))
+        report = cli("verify", "--config", str(config))
+        assert report.returncode == 0, report.stdout + report.stderr
+    finally:
+        writer.stop()
+        code = stop(proc, timeout=90)
+    text = log.read_text()
+    assert code == 0, text[-3000:]
+    assert "longer than transaction.timeout.ms (15000 ms)" in text, text[-3000:]
+    assert "Traceback" not in text, text[-3000:]

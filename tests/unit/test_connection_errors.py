@@ -1,0 +1,84 @@
+"""Which MySQL failures pass by themselves (exit 11: `start` tries again) and which do not."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import pytest
+
+from cdc_ingest.capture import binlog
+from cdc_ingest.capture.binlog_errors import BinlogDisconnected, stream_error
+from cdc_ingest.errors import TRANSIENT_EXIT_CODE, PositionPurgedError, SourceUnavailable
+from cdc_ingest.model import Position
+from cdc_ingest.mysql.connection import ConnectionSettings, connect, retry_delay
+from cdc_ingest.sink.failures import SinkUnavailable, query_failed
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_server_nobody_answers_for_is_unavailable_not_misconfigured() -> None:
+    settings = ConnectionSettings("127.0.0.1", _closed_port(), "cdc", "secret", 2)
+    with pytest.raises(SourceUnavailable) as caught:
+        connect(settings, retries=0)
+    text = str(caught.value)
+    assert caught.value.exit_code == TRANSIENT_EXIT_CODE
+    assert "1 attempt, connect.max-retries: 0" in text and "secret" not in text, text
+
+
+def test_retry_delays() -> None:
+    assert [retry_delay(n) for n in range(1, 7)] == [1, 2, 4, 8, 10, 10]
+
+
+def test_a_broken_binlog_stream_is_a_disconnect_a_purged_one_is_not() -> None:
+    lost = Exception(2013, "Lost connection to server during query")
+    assert isinstance(stream_error(lost, Position(gtid_set="0-1-5"), 7), BinlogDisconnected)
+    purged = Exception(1236, "Could not find GTID state requested by slave")
+    assert isinstance(stream_error(purged, Position(gtid_set="0-1-5"), 7),
+                      PositionPurgedError)
+
+
+def test_the_library_may_not_reconnect_the_stream_on_its_own(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It would resume after the last whole transaction it sent, so the rows of the one
+    capture is inside would come twice: the second stream connection is refused."""
+    opened: list[dict[str, Any]] = []
+    monkeypatch.setattr(binlog.pymysql, "connect", lambda **kw: opened.append(kw) or object())
+    reader = binlog.BinlogReader(ConnectionSettings("127.0.0.1", 1, "cdc", "x"), 7,
+                                 Position(gtid_set="0-1-5"), lambda db, t: True,
+                                 lambda db, t: (frozenset(), (), False), True, 1.0)
+    reader._connect(host="h")  # the stream
+    reader._connect(host="h", db="information_schema")  # the library's control connection
+    reader._connect(host="h", db="information_schema")
+    with pytest.raises(BinlogDisconnected):
+        reader._connect(host="h")
+    assert len(opened) == 3
+
+
+@pytest.mark.parametrize(("text", "transient"), [
+    ("py4j... cdc_ingest.kafka.errors.TransactionTimedOut: Kafka aborted ...", True),
+    ("org.apache.kafka.common.errors.TimeoutException: Timeout of 60000ms expired", True),
+    ("cdc_ingest.errors.SinkError: cannot read changelog record ...", False),
+])
+def test_a_sink_query_failure_is_transient_only_for_timeouts(text: str,
+                                                             transient: bool) -> None:
+    assert isinstance(query_failed(Exception(text)), SinkUnavailable) is transient
+
+
+@pytest.mark.parametrize("message", [
+    "Error: connecting slave requested to start from GTID 0-1-500, which is not in the "
+    "master's binlog. Since the master's binlog contains GTIDs with higher sequence numbers",
+    "The replication receiver has more GTIDs than the source has, using the source's "
+    "SERVER_UUID.",
+])
+def test_a_server_behind_the_committed_position_is_not_called_purged(message: str) -> None:
+    """After a failover to a replica that lacks what capture already has: a stop that says
+    the topics hold changes this server lacks, not "purged"."""
+    error = stream_error(Exception(1236, message), Position(gtid_set="0-1-500"), 7)
+    assert not isinstance(error, (PositionPurgedError, SourceUnavailable))
+    assert "lacks transactions capture already captured" in str(error), error
