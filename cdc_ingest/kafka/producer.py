@@ -29,11 +29,11 @@ def _raise(exc: KafkaException, what: str, transactional_id: str) -> None:
     raise KafkaClientError(f"Kafka failed while {what}: {err}") from exc
 
 
-def _too_large(exc: KafkaException, topic: str, key: bytes | None,
-               value: bytes | None) -> None:
+def _too_large(exc: KafkaException, topic: str, key: bytes | None, value: bytes | None,
+               headers: list[tuple[str, bytes]] | None) -> None:
     err = exc.args[0] if exc.args else None
     if isinstance(err, KafkaError) and err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
-        raise MessageTooLarge(topic, key, value, str(err.str())) from exc
+        raise MessageTooLarge(topic, key, value, str(err.str()), headers) from exc
 
 
 class _Sender:
@@ -58,7 +58,7 @@ class _Sender:
         except BufferError:
             self._send_when_room(topic, value, key, timestamp, headers, partition)
         except KafkaException as exc:
-            _too_large(exc, topic, key, value)
+            _too_large(exc, topic, key, value, headers)
             self._failed(exc, f"producing to {topic}")
 
     def _send_when_room(self, topic: str, value: bytes | None, key: bytes | None,
@@ -74,7 +74,7 @@ class _Sender:
             except BufferError:
                 continue
             except KafkaException as exc:
-                _too_large(exc, topic, key, value)
+                _too_large(exc, topic, key, value, headers)
                 self._failed(exc, f"producing to {topic}")
 
     def _error(self, exc: KafkaException, what: str) -> None:
@@ -128,7 +128,8 @@ class TransactionalProducer(_Sender):
     def _refused(self, err: KafkaError | None, msg: Any) -> None:
         if (err is not None and err.code() == KafkaError.MSG_SIZE_TOO_LARGE
                 and self._too_large is None):
-            self._too_large = MessageTooLarge(msg.topic(), msg.key(), msg.value(), err.str())
+            self._too_large = MessageTooLarge(msg.topic(), msg.key(), msg.value(), err.str(),
+                                              msg.headers())
 
     def init(self) -> None:
         """Register the id; aborts what an earlier holder left open and fences it."""

@@ -23,6 +23,9 @@ def test_an_oversized_changelog_record_names_table_key_position_size_and_fix() -
     assert err.exit_code == 5
 
 
-def test_an_oversized_sink_value_names_the_table_it_was_given() -> None:
-    err = MessageTooLarge("orders", b'{"id":1}', b"{}" * 10, "too large", table="shop.orders")
+def test_an_oversized_sink_message_names_the_table_of_its_headers() -> None:
+    headers = [("namespace", b"mysql"), ("schemaName", b"shop"), ("tableName", b"orders")]
+    err = MessageTooLarge("orders", b'{"id":1}', b"{}" * 10, "too large", headers)
     assert str(err).startswith("a row of shop.orders (key {\"id\":1}) is a 28 byte message")
+    unnamed = MessageTooLarge("orders", b'{"id":1}', b"{}" * 10, "too large")
+    assert str(unnamed).startswith("a row of an unknown table (key")
