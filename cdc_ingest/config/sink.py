@@ -122,6 +122,12 @@ class UpsertKafkaSinkDef(ConfigModel):
                                       description="format of the record values; only json")
     # Our own options: used when cdc-ingest creates a missing sink topic; unset means the
     # broker's defaults (num.partitions, default.replication.factor).
+    sink_dead_letter_topic: str | None = Field(
+        None, alias="sink.dead-letter.topic",
+        description="opt-in: a row whose message is larger than its sink topic's "
+        "max.message.bytes goes here whole (headers dead-letter.topic, .table, .reason) and "
+        "its key is tombstoned in the sink topic; unset, the sink stops at such a row, "
+        "naming it")
     topic_partitions: int | None = Field(
         None, alias="topic.partitions", ge=1,
         description="partitions of the sink topics cdc-ingest creates")

@@ -31,17 +31,19 @@ class MessageTooLarge(KafkaClientError):
     """Kafka refused a message for its size; nothing of its transaction is committed."""
 
     def __init__(self, topic: str, key: bytes | None, value: bytes | None, reason: str,
-                 headers: list[tuple[str, bytes]] | None = None) -> None:
+                 headers: list[tuple[str, bytes]] | None = None,
+                 table: str | None = None) -> None:
+        self.topic, self.key, self.value, self.reason = topic, key, value, reason
         size = len(key or b"") + len(value or b"")
         # a changelog record names its table; a sink message's headers do (when written)
         found = _TABLE.search((value or b"")[:400])
         named = {name: raw.decode(errors="replace") for name, raw in headers or ()
                  if name in ("schemaName", "tableName") and raw is not None}
-        table = None
-        if found:
+        if table is None and found:
             table = f"{found.group(1).decode()}.{found.group(2).decode()}"
-        elif len(named) == 2:
+        elif table is None and len(named) == 2:
             table = f"{named['schemaName']}.{named['tableName']}"
+        self.table = table
         tail = _POS.search((value or b"")[-300:])
         where = f" at binlog {tail.group(1).decode()}" if tail else ""
         shown = (key or b"")[:200].decode(errors="replace")

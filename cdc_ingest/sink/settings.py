@@ -38,6 +38,7 @@ class SinkSettings:
     # message.max.bytes of the sink's producers and max.message.bytes of the topics it
     # creates: the changelog topic's (cdc_ingest.kafka.limits)
     max_message_bytes: int = 1 << 20
+    dead_letter_topic: str | None = None  # sink.dead-letter.topic (cdc_ingest.sink.produce)
 
     def producer_config(self) -> dict[str, Any]:
         return {"message.max.bytes": self.max_message_bytes, **self.kafka}
@@ -61,6 +62,7 @@ def sink_settings(defn: PipelineDef) -> SinkSettings:
         buffer_interval_s=sink.sink_buffer_flush_interval.total_seconds(),
         topic_partitions=sink.topic_partitions,
         topic_replication=sink.topic_replication_factor,
+        dead_letter_topic=sink.sink_dead_letter_topic,
     )
 
 

@@ -22,6 +22,7 @@ class SinkTopics:
         self._replication = replication
         self._max_message_bytes = max_message_bytes
         self._known: set[str] = set()
+        self._limits: dict[str, int] = {}  # max.message.bytes of each topic ensured
         self._admin: TopicAdmin | None = None
 
     def ensure(self, topic: str) -> None:
@@ -37,8 +38,12 @@ class SinkTopics:
         self._admin.ensure(
             TopicSpec(topic, self._partitions or -1, self._replication or -1, config)
         )
+        self._limits[topic] = self._max_message_bytes
         if existed:
-            policy = self._admin.topic_config(topic).get("cleanup.policy", "")
+            settings = self._admin.topic_config(topic)
+            self._limits[topic] = int(settings.get("max.message.bytes")
+                                      or self._max_message_bytes)
+            policy = settings.get("cleanup.policy", "")
             if "compact" not in policy:
                 log.warning(
                     "sink topic %s has cleanup.policy=%s, so Kafka deletes old keys by time "
@@ -47,4 +52,19 @@ class SinkTopics:
                     "cleanup.policy=compact",
                     topic, policy or "?", topic,
                 )
+        self._known.add(topic)
+
+    def limit(self, topic: str) -> int:
+        """``max.message.bytes`` of a topic :meth:`ensure` saw."""
+        return self._limits.get(topic, self._max_message_bytes)
+
+    def ensure_dead_letter(self, topic: str) -> None:
+        """The dead-letter topic: every message kept (not compacted), room for any row."""
+        if topic in self._known:
+            return
+        if self._admin is None:
+            self._admin = TopicAdmin(self._kafka)
+        self._admin.ensure(TopicSpec(topic, 1, self._replication or -1,
+                                     {"cleanup.policy": "delete",
+                                      "max.message.bytes": str(self._max_message_bytes)}))
         self._known.add(topic)

@@ -26,6 +26,7 @@ from cdc_ingest.kafka import PlainProducer, TransactionalProducer
 from cdc_ingest.kafka.offsets import GroupOffsets, offset_list
 from cdc_ingest.model.changelog import EMPTIES_TABLE, DdlRecord
 from cdc_ingest.sink.changelog import ChangelogBatches, Columns, row_columns
+from cdc_ingest.sink.produce import produce, raise_named
 from cdc_ingest.sink.resets import reset_messages
 from cdc_ingest.sink.serde import SinkMessage, SinkSerde, last_per_key
 from cdc_ingest.sink.settings import SinkSettings
@@ -235,18 +236,9 @@ def _produce(producer: TransactionalProducer | PlainProducer, settings: SinkSett
         return
     if settings.buffer_max_rows:
         messages = last_per_key(messages)
-    topics = _sink_topics(settings)
-    for topic in dict.fromkeys(msg[0] for msg in messages):
-        topics.ensure(topic)
-    send = producer.send
-    per_table = counters.per_table
-    size = 0
-    for topic, key, value, headers, ts, table in messages:
-        send(topic, value, key, ts, headers)
-        size += len(key) + (len(value) if value else 0)
-        per_table[table] = per_table.get(table, 0) + 1
+    counters.bytes_out += produce(producer.send, _sink_topics(settings),
+                                  settings.dead_letter_topic, messages, counters.per_table)
     counters.rows_out += len(messages)
-    counters.bytes_out += size
 
 
 def _exactly_once(
@@ -273,9 +265,10 @@ def _exactly_once(
                 began = time.monotonic()
                 producer.commit()
                 counters.commit_ms += (time.monotonic() - began) * 1000
-            except BaseException:
+            except BaseException as exc:
                 if producer.in_transaction:
                     producer.abort()
+                raise_named(exc, messages)
                 raise
             counters.last_offset = last
     finally:
