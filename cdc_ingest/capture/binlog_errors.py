@@ -7,7 +7,7 @@ from typing import Any
 
 from cdc_ingest.errors import PositionPurgedError, SourceError, SourceUnavailable
 from cdc_ingest.model import Position
-from cdc_ingest.mysql.connection import CONNECTION_LOST
+from cdc_ingest.mysql.connection import went_away
 from cdc_ingest.mysql.packed import packed_int
 
 ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
@@ -43,7 +43,7 @@ def stream_error(exc: Exception, start: Position, server_id: int) -> SourceError
             "MySQL dropped this capture's binlog stream. Fix: if it is a second "
             "instance of this pipeline, run only one; otherwise give each pipeline (and "
             "each replica) its own source.server-id.")
-    if code in CONNECTION_LOST:
+    if went_away(exc):
         return BinlogDisconnected(f"the binlog connection to MySQL broke: {message}")
     if code == ER_MASTER_FATAL_ERROR_READING_BINLOG and any(
             m in message for m in SERVER_BEHIND):

@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
@@ -46,6 +46,7 @@ class ChildFailed(CdcIngestError):
 class _Child:
     name: str
     proc: subprocess.Popen[bytes]
+    started: float = field(default_factory=time.monotonic)
 
 
 def _die_with_parent() -> None:
@@ -102,22 +103,6 @@ def restart_delay(restarts: int) -> float:
     return float(min(2 ** (restarts - 1), MAX_RESTART_DELAY_S))
 
 
-class _Restarts:
-    """When to restart a child that stopped for a transient reason: with backoff, counted
-    from its last start that lasted :data:`HEALTHY_S`."""
-
-    def __init__(self) -> None:
-        self.count: dict[str, int] = {}
-        self.started: dict[str, float] = {}
-
-    def due(self, child: _Child) -> float:
-        """Record that ``child`` stopped; returns the delay before starting it again."""
-        ran = time.monotonic() - self.started.get(child.name, 0.0)
-        count = 1 if ran >= HEALTHY_S else self.count.get(child.name, 0) + 1
-        self.count[child.name] = count
-        return restart_delay(count)
-
-
 def run_start(config: Path, sink_args: list[str] | None = None) -> None:
     """Run capture and sink until one fails for good or a stop signal arrives; a child that
     exits with :data:`TRANSIENT_EXIT_CODE` (MySQL or Kafka away for a while, a transaction
@@ -131,11 +116,8 @@ def run_start(config: Path, sink_args: list[str] | None = None) -> None:
 
     previous = {s: signal.signal(s, request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
     extra: dict[str, list[str]] = {"capture": [], "sink": sink_args or []}
-    restarts = _Restarts()
-    children = []
-    for name, args in extra.items():
-        restarts.started[name] = time.monotonic()
-        children.append(_spawn(name, config, args))
+    children = [_spawn(name, config, args) for name, args in extra.items()]
+    restarts: dict[str, int] = {}  # transient exits in a row, per child
     try:
         failed: _Child | None = None
         pending: dict[str, float] = {}  # child -> when to start it again
@@ -145,7 +127,6 @@ def run_start(config: Path, sink_args: list[str] | None = None) -> None:
                 if child.name in pending:
                     if time.monotonic() >= pending[child.name]:
                         del pending[child.name]
-                        restarts.started[child.name] = time.monotonic()
                         children[i] = _spawn(child.name, config, extra[child.name])
                     continue
                 code = child.proc.poll()
@@ -154,13 +135,15 @@ def run_start(config: Path, sink_args: list[str] | None = None) -> None:
                 if code != TRANSIENT_EXIT_CODE:
                     failed = child
                     break
-                delay = restarts.due(child)
+                # the backoff starts over after a run of HEALTHY_S
+                healthy = time.monotonic() - child.started >= HEALTHY_S
+                count = restarts[child.name] = 1 if healthy else restarts.get(child.name, 0) + 1
+                delay = restart_delay(count)
                 pending[child.name] = time.monotonic() + delay
                 log.warning(
                     "%s stopped for a reason that passes by itself (exit %d: its error is "
                     "above); it resumes from its committed position: starting it again in "
-                    "%.0fs (restart %d in a row)", child.name, code, delay,
-                    restarts.count[child.name])
+                    "%.0fs (restart %d in a row)", child.name, code, delay, count)
         for child in children:  # ask both at once, then wait for each
             if child.proc.poll() is None:
                 child.proc.send_signal(signal.SIGTERM)

@@ -9,9 +9,9 @@ from typing import Any
 
 import pymysql
 
-from cdc_ingest.errors import SourceError, SourceUnavailable
+from cdc_ingest.errors import SourceError
 from cdc_ingest.model import Position
-from cdc_ingest.mysql.connection import CONNECTION_LOST, ConnectionSettings, connect
+from cdc_ingest.mysql.connection import ConnectionSettings, connect, unavailable, went_away
 from cdc_ingest.mysql.flavor import Flavor
 
 log = logging.getLogger(__name__)
@@ -57,12 +57,10 @@ class Catalog:
                 cur.execute(sql, args)
                 return list(cur.fetchall())
         except pymysql.err.OperationalError as exc:
-            if (exc.args[0] if exc.args else 0) not in CONNECTION_LOST:
+            if not went_away(exc):
                 raise
-            raise SourceUnavailable(
-                f"MySQL at {self._settings.host}:{self._settings.port} went away: "
-                f"{exc.args[-1]}. Fix: check that the server is up and reachable; "
-                "`cdc-ingest start` tries again by itself.") from exc
+            raise unavailable(f"a query to MySQL at {self._settings.host}:"
+                              f"{self._settings.port}", exc) from exc
 
     def table_facts(self, db: str,
                     table: str) -> tuple[frozenset[str], tuple[str, ...], bool]:

@@ -96,12 +96,25 @@ def connect(settings: ConnectionSettings, retries: int = 3,
     ) from last
 
 
+def went_away(exc: BaseException) -> bool:
+    """Whether ``exc`` (a pymysql error) says the server is gone (down, restarting,
+    unreachable)."""
+    return bool(exc.args) and exc.args[0] in CONNECTION_LOST
+
+
+def unavailable(what: str, exc: BaseException) -> SourceUnavailable:
+    """The error for ``what`` failing because the server went away (:func:`went_away`)."""
+    return SourceUnavailable(f"{what} failed: MySQL went away ({_reason(exc)}). Fix: check "
+                             "that the server is up and reachable; `cdc-ingest start` tries "
+                             "again by itself.")
+
+
 def retry_delay(attempt: int) -> float:
     """Seconds to wait before retry ``attempt`` (1, 2, ...): 1, 2, 4, 8, then 10."""
     return float(min(2 ** (attempt - 1), 10))
 
 
-def _reason(exc: Exception | None) -> str:
+def _reason(exc: BaseException | None) -> str:
     return str(exc.args[1] if exc is not None and len(exc.args) > 1 else exc)
 
 
@@ -115,11 +128,8 @@ def stream_rows(conn: pymysql.Connection, sql: str, args: Any, fetch: int,
         while batch := cursor.fetchmany(fetch):
             yield from batch
     except pymysql.MySQLError as exc:
-        if isinstance(exc, pymysql.err.OperationalError) and exc.args[:1] and (
-                exc.args[0] in CONNECTION_LOST):
-            raise SourceUnavailable(f"reading {what} failed: MySQL went away ({_reason(exc)}). "
-                                    "Fix: check that the server is up and reachable; "
-                                    "`cdc-ingest start` tries again by itself.") from exc
+        if went_away(exc):
+            raise unavailable(f"reading {what}", exc) from exc
         raise SourceError(f"reading {what} failed: {exc}. Fix: check that the user may "
                           "SELECT it and that the server is reachable.") from exc
     finally:
