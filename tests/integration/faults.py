@@ -101,10 +101,13 @@ def expected_sequences(conn_kwargs: dict[str, Any], db: str) -> Sequences:
 
 class TcpProxy:
     """Forwards connections on :attr:`port` to ``127.0.0.1:<target>``; :meth:`switch` points
-    it elsewhere and drops every open connection, as a moved virtual IP does."""
+    it elsewhere and drops every open connection, as a moved virtual IP does. While
+    :attr:`throttle` is set (bytes/s), what the server sends arrives that slowly: a slow
+    network, so a fault can be made to land in the middle of a long read."""
 
     def __init__(self, target: int) -> None:
         self.target = target
+        self.throttle: float | None = None
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self._lock = threading.Lock()
@@ -138,18 +141,19 @@ class TcpProxy:
                 continue
             with self._lock:
                 self._open += [client, server]
-            for a, b in ((client, server), (server, client)):
-                threading.Thread(target=_pump, args=(a, b), daemon=True).start()
+            for a, b, slowed in ((client, server, False), (server, client, True)):
+                threading.Thread(target=self._pump, args=(a, b, slowed), daemon=True).start()
 
-
-def _pump(src: socket.socket, dst: socket.socket) -> None:
-    try:
-        while data := src.recv(65536):
-            dst.sendall(data)
-    except OSError:
-        pass
-    _close(src)
-    _close(dst)
+    def _pump(self, src: socket.socket, dst: socket.socket, slowed: bool) -> None:
+        try:
+            while data := src.recv(8192 if slowed and self.throttle else 65536):
+                dst.sendall(data)
+                if slowed and self.throttle:
+                    time.sleep(len(data) / self.throttle)
+        except OSError:
+            pass
+        _close(src)
+        _close(dst)
 
 
 def _close(sock: socket.socket) -> None:

@@ -3,6 +3,8 @@
 * MariaDB stopped for 20 s under writes, then a switch (a moved virtual IP: a TCP proxy) to a
   second MariaDB server replicating from the first with GTIDs: capture reconnects, or exits
   11 and `start` restarts it with backoff; `start` never exits.
+* The binlog connection cut inside a large transaction (a slowed proxy makes it land
+  there): capture goes on from the transaction's committed row, each row exactly once.
 * MySQL restarted under writes, then capture frozen (SIGSTOP) past
   ``transaction.timeout.ms``: the broker aborts its open transaction; on SIGCONT capture
   says so, exits 11, and `start` restarts it.
@@ -15,6 +17,7 @@ topic (exactly-once) must be its logged change sequence exactly, and ``verify`` 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -27,8 +30,11 @@ import pymysql
 from cdc_ingest.services.mariadb import MariaDB
 from tests.integration.faults import LoggedWriter, Sequences, TcpProxy, expected_sequences
 from tests.integration.pipeline_helpers import (
+    changelog,
     cli,
+    rows_of,
     sink_topic,
+    start_capture,
     start_command,
     stop,
     wait_for,
@@ -197,3 +203,47 @@ def test_mysql_restarted_then_capture_frozen_past_the_transaction_timeout(
     assert code == 0, text[-3000:]
     assert "longer than transaction.timeout.ms (15000 ms)" in text, text[-3000:]
     assert "Traceback" not in text, text[-3000:]
+
+
+def test_a_binlog_connection_cut_inside_a_large_transaction_repeats_and_loses_no_row(
+    mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Path
+) -> None:
+    """The cut lands on purpose inside one 10,000-row transaction: the proxy slows the
+    binlog to 100 kB/s, capture commits every 500 rows, and the connection is cut once 1,500
+    of them are in the changelog. Capture goes on from the committed row of that transaction
+    (not from its start, as the replication library's own reconnect would), so the
+    changelog holds each row exactly once."""
+    proxy = TcpProxy(mariadb.port)
+    with pymysql.connect(**mariadb.admin, database=fresh_db, autocommit=True) as conn, \
+            conn.cursor() as cur:
+        cur.execute("CREATE TABLE big (id INT PRIMARY KEY, pad VARCHAR(100))")
+    name = f"cut-{fresh_db}"
+    config = write_pipeline(
+        tmp_path / "p.yaml", SimpleNamespace(port=proxy.port, cdc=mariadb.cdc), kafka, name,
+        f"{fresh_db}.big", source={"capture.transaction.max-rows": 500})
+    log = tmp_path / "capture.log"
+    proc = start_capture(config, log)
+    try:
+        wait_for(lambda: "starts at" in log.read_text(), 120, "capture to start")
+        proxy.throttle = 100_000
+        with pymysql.connect(**mariadb.admin, database=fresh_db) as conn, \
+                conn.cursor() as cur:
+            cur.executemany("INSERT INTO big VALUES (%s, REPEAT('p', 100))",
+                            [(i,) for i in range(1, 10_001)])
+            conn.commit()
+        wait_for(lambda: len(rows_of(changelog(kafka, name))) >= 1500, 120,
+                 "part of the transaction in the changelog")
+        proxy.throttle = None
+        proxy.switch(mariadb.port)  # every connection cut, mid-transaction
+        records = wait_for(
+            lambda: (r := rows_of(changelog(kafka, name))) and len(r) >= 10_000 and r, 120,
+            "the whole transaction in the changelog")
+        assert proc.poll() is None, log.read_text()[-3000:]
+    finally:
+        code = stop(proc, timeout=60)
+        proxy.close()
+    text = log.read_text()
+    assert code == 0, text[-3000:]
+    ids = sorted(r["after"]["id"] for r in records)
+    assert ids == list(range(1, 10_001)), f"{len(ids)} records, {len(set(ids))} distinct ids"
+    assert re.search(r"reading again from \S+#[1-9]\d* ", text), text[-3000:]
