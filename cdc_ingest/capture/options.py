@@ -37,7 +37,8 @@ class CaptureOptions:
     changelog_topic: str
     offsets_topic: str
     schema_topic: str
-    schema_change_behavior: str  # lenient | exception
+    schema_change_behavior: str  # lenient | exception | evolve
+    sink_group: str  # the sink's consumer group: re-keying waits for its offsets
     partitions: int
     replication_factor: int
     captured: Callable[[str, str], bool]
@@ -79,6 +80,7 @@ def capture_options(defn: PipelineDef) -> CaptureOptions:
         offsets_topic=p.offsets_topic,
         schema_topic=p.schema_topic,
         schema_change_behavior=str(p.schema_change_behavior.value),
+        sink_group=defn.sink_group_id,
         partitions=p.parallelism,
         replication_factor=defn.sink.topic_replication_factor or -1,  # -1: broker default
         captured=s.captures,

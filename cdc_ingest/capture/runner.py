@@ -19,6 +19,7 @@ from cdc_ingest.capture.decoder import decoder_kind
 from cdc_ingest.capture.options import CaptureOptions
 from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.capture.progress import Progress
+from cdc_ingest.capture.rekey import Rekeying
 from cdc_ingest.capture.resume import Transactions, same_server, start_position
 from cdc_ingest.capture.schemas import SchemaGuard, load_schemas
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
@@ -74,11 +75,19 @@ class Capture:
         if not self._store.resumed:
             guard.forget_all()  # what an earlier pipeline of this name left there
         chunk_filter = None
+        rekeying = Rekeying(o, self._producer, checkpoint, guard, self._catalog, partitions,
+                            self.stopping)
         if start.snapshot is not None:
             state = SnapshotState.from_json(start.snapshot)
             same_server(state, self._catalog)
             planner = snapshotter(o, 0)
-            if not state.done:
+            if state.rekey is not None:  # a re-key to finish before the binlog goes on
+                chunk_filter = rekeying.finish(state)
+                if chunk_filter is None:
+                    log.info("re-key interrupted; the next start finishes it")
+                    self._catalog.close()
+                    return
+            elif not state.done:
                 SnapshotPhase(o, self._producer, checkpoint, planner, guard,
                               self.stopping).run(state)
                 if self._stop or o.startup.mode == "snapshot":
@@ -86,12 +95,14 @@ class Capture:
                              if state.done else "interrupted")
                     self._catalog.close()
                     return
-            chunk_filter = ChunkFilter(state, planner.info)
+            if chunk_filter is None:
+                chunk_filter = ChunkFilter(state, planner.info)
             start = checkpoint.position
         stream = BinlogPhase(
             self._producer, o.changelog_topic, partitions, o.captured, self._catalog,
             checkpoint, Transactions(start, skip_before_s),
-            Progress(LOG_INTERVAL_S, self._catalog), chunk_filter, guard, self.stopping)
+            Progress(LOG_INTERVAL_S, self._catalog), chunk_filter, guard, self.stopping,
+            rekeying.start if o.schema_change_behavior == "evolve" else None)
         def open_reader(at: Position) -> BinlogReader:
             return BinlogReader(o.connection, o.server_id, at, o.captured, self._table_facts,
                                 self._catalog.is_mariadb,

@@ -33,6 +33,16 @@ class KeySchemaChanged(SchemaChangeStopped):
     """A captured table's key schema changed where its old keys are still live."""
 
 
+class RekeyNeeded(KeySchemaChanged):
+    """The same with ``pipeline.schema.change.behavior: evolve``: the binlog phase re-keys
+    the table in place (capture/rekey.py). Everything before is committed."""
+
+    def __init__(self, message: str, db: str, table: str, key: KeySchema, columns: Layout,
+                 where: str) -> None:
+        super().__init__(message)
+        self.db, self.table, self.key, self.columns, self.where = db, table, key, columns, where
+
+
 def load_schemas(kafka: dict[str, Any], topic: str) -> dict[TableId, dict[str, Any]]:
     """The last committed record of every table in the schema topic."""
     known: dict[TableId, dict[str, Any]] = {}
@@ -81,11 +91,22 @@ class SchemaGuard:
         before = KeySchema.from_json(last.get("key")) if last else None
         if before is not None and before != key:
             self._commit()
-            raise KeySchemaChanged(key_change_message(db, table, before, key, pos, last or {}))
+            message = key_change_message(db, table, before, key, pos, last or {})
+            if self._behavior == "evolve":
+                raise RekeyNeeded(message, db, table, key, columns, pos)
+            raise KeySchemaChanged(message)
         listed = [list(c) for c in columns]
         if last is not None and before is not None and last.get("columns") == listed:
             return
         self._write(db, table, {**(last or {}), "key": key.as_json(), "columns": listed,
+                                "pos": pos, "ts_ms": ts_ms})
+
+    def rekeyed(self, db: str, table: str, key: KeySchema, columns: Layout, pos: str,
+                ts_ms: int) -> None:
+        """``db.table`` is re-keyed in place under ``key`` from binlog ``pos`` on."""
+        last = self._known.get((db, table)) or {}
+        self._write(db, table, {**last, "key": key.as_json(),
+                                "columns": [list(c) for c in columns], "action": "rekey",
                                 "pos": pos, "ts_ms": ts_ms})
 
     def ddl(self, db: str, table: str, sql: str, action: str, pos: str, ts_ms: int) -> None:
@@ -134,6 +155,6 @@ def key_change_message(db: str, table: str, before: KeySchema, after: KeySchema,
         f"own (another pipeline.name, tables: {db}.{table}, scan.startup.mode: initial). A "
         "sink topic shared with other tables holds their keys too: start every pipeline "
         "writing it again from scratch instead. "
-        "(pipeline.schema.change.behavior: lenient stops at a key change; re-keying in "
-        "place, 'evolve', is not built yet.)"
+        "Or re-key it in place: pipeline.schema.change.behavior: evolve (docs/"
+        "output-contract.md, \"Primary-key changes\")."
     )

@@ -26,7 +26,7 @@ from cdc_ingest.capture.keyschema import of_binlog
 from cdc_ingest.capture.progress import Progress
 from cdc_ingest.capture.resume import Transactions, same_server
 from cdc_ingest.capture.schema import TableSchema
-from cdc_ingest.capture.schemas import SchemaGuard
+from cdc_ingest.capture.schemas import RekeyNeeded, SchemaGuard
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.errors import SourceError, SourceUnavailable
 from cdc_ingest.kafka import TransactionalProducer
@@ -37,13 +37,16 @@ from cdc_ingest.mysql.connection import retry_delay
 
 log = logging.getLogger(__name__)
 
+# Re-keys a table in place and returns the chunk filter to go on with (capture/rekey.py)
+Rekey = Callable[[RekeyNeeded, ChunkFilter | None], ChunkFilter | None]
+
 
 class BinlogPhase:
     def __init__(self, producer: TransactionalProducer, topic: str, partitions: int,
                  captured: Callable[[str, str], bool], catalog: Catalog,
                  checkpoint: Checkpoint, transactions: Transactions, progress: Progress,
                  chunk_filter: ChunkFilter | None, guard: SchemaGuard,
-                 stopping: Callable[[], bool]) -> None:
+                 stopping: Callable[[], bool], rekey: Rekey | None = None) -> None:
         self._producer = producer
         self._topic = topic
         self._partitions = partitions
@@ -55,6 +58,7 @@ class BinlogPhase:
         self._filter = chunk_filter
         self._stopping = stopping
         self._guard = guard
+        self._rekey = rekey
         self._encoders = Encoders(self._on_layout)
 
     def run(self, open_reader: Callable[[Position], BinlogReader], retries: int) -> None:
@@ -67,6 +71,7 @@ class BinlogPhase:
         failures = 0
         while True:
             reader = open_reader(self._checkpoint.position)
+            change = None
             try:
                 if failures and self._filter is not None:
                     # file positions matter until the snapshot's window has passed
@@ -81,9 +86,23 @@ class BinlogPhase:
             except SourceUnavailable as lost:
                 failures = 1 if reader.received else failures + 1
                 self._resume_after(lost, failures, retries)
+            except RekeyNeeded as needed:
+                change = needed
             finally:
                 reader.close()
+            if change is not None and not self._rekeyed(change):
+                break
         self._checkpoint.commit()
+
+    def _rekeyed(self, change: RekeyNeeded) -> bool:
+        """Re-key ``change``'s table in place (capture/rekey.py), with the binlog closed;
+        then read it again from the committed position. False when stopped before the end."""
+        if self._rekey is None:
+            raise change
+        self._filter = self._rekey(change, self._filter)
+        self._tx = self._tx.resumed_at(self._checkpoint.committed)
+        self._encoders = Encoders(self._on_layout)
+        return self._filter is not None
 
     def _resume_after(self, lost: SourceUnavailable, failures: int, retries: int) -> None:
         """Commit what was read before ``lost`` (the position says exactly that, even inside

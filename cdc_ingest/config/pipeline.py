@@ -24,8 +24,8 @@ Mode = Annotated[RouteMode, choice(RouteMode)]
 
 
 class SchemaChangeBehavior(StrEnum):
-    """Flink CDC's ``pipeline.schema.change.behavior`` values; the last three are refused
-    until built (see :data:`NOT_BUILT`)."""
+    """Flink CDC's ``pipeline.schema.change.behavior`` values; the last two are refused
+    (see :data:`NOT_BUILT`)."""
 
     LENIENT = "lenient"
     EXCEPTION = "exception"
@@ -35,10 +35,8 @@ class SchemaChangeBehavior(StrEnum):
 
 
 NOT_BUILT = {
-    SchemaChangeBehavior.EVOLVE: "re-keying a table whose primary key changed (tombstone its "
-    "old keys, snapshot it again under the new key) is not built yet",
-    SchemaChangeBehavior.TRY_EVOLVE: "re-keying a table whose primary key changed is not "
-    "built yet",
+    SchemaChangeBehavior.TRY_EVOLVE: "a schema change is never skipped on failure: a "
+    "re-key that cannot finish stops capture",
     SchemaChangeBehavior.IGNORE: "a primary-key change cannot be ignored without leaving "
     "the old keys live in a compacted topic",
 }
@@ -83,7 +81,10 @@ class PipelineOptions(ConfigModel):
     schema_change_behavior: Annotated[SchemaChangeBehavior, choice(SchemaChangeBehavior)] = (
         Field(SchemaChangeBehavior.LENIENT, alias="schema.change.behavior",
               description="`lenient`: DDL is followed, a primary-key change stops capture "
-              "with the fix; `exception`: any DDL on a captured table stops capture"))
+              "with the fix; `evolve`: DDL is followed, a table whose primary key changed is "
+              "re-keyed in place (old keys tombstoned, the table written again under the new "
+              "key, in one sink transaction); `exception`: any DDL on a captured table stops "
+              "capture"))
 
     @field_validator("schema_change_behavior")
     @classmethod
@@ -91,8 +92,8 @@ class PipelineOptions(ConfigModel):
         why = NOT_BUILT.get(value)
         if why is not None:
             raise problem(f"'{value.value}' is not supported: {why}",
-                          "use 'lenient' (a key change stops capture with the fix) or "
-                          "'exception'")
+                          "use 'lenient' (a key change stops capture with the fix), "
+                          "'evolve' (a key change re-keys the table) or 'exception'")
         return value
 
     @model_validator(mode="before")

@@ -68,6 +68,44 @@ def read_topic(
             ends_of.close()
 
 
+def end_offsets(config: dict[str, Any], topic: str, partitions: list[int],
+                timeout_s: float = 30.0) -> dict[int, int]:
+    """Each partition's true end (its high watermark, open transactions included): every
+    record written so far is below it."""
+    consumer = _consumer(config, "read_uncommitted")
+    try:
+        return {p: watermarks(consumer, TopicPartition(topic, p), timeout_s)[1]
+                for p in partitions}
+    except KafkaException as exc:
+        raise KafkaClientError(f"cannot read the end offsets of {topic}: {exc}") from exc
+    finally:
+        consumer.close()
+
+
+def follow_partition(config: dict[str, Any], topic: str, partition: int,
+                     start: int) -> Iterator[Message | None]:
+    """The committed messages of one partition from ``start`` on, as they come; None while
+    none comes for a second (the caller decides how long to wait, and stops reading)."""
+    consumer = _consumer(config, "read_committed")
+    try:
+        consumer.assign([TopicPartition(topic, partition, start)])
+        while True:
+            msg = consumer.poll(1.0)
+            if msg is None:
+                yield None
+                continue
+            error = msg.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise KafkaClientError(f"reading {topic} partition {partition} failed: {error}")
+            yield Message(topic=str(msg.topic()), partition=partition, offset=msg.offset() or 0,
+                          key=msg.key(), value=msg.value(), headers=_headers(msg.headers()),
+                          timestamp_ms=msg.timestamp()[1])
+    finally:
+        consumer.close()
+
+
 def _consumer(config: dict[str, Any], isolation: str) -> Consumer:
     return Consumer(
         {

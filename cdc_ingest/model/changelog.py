@@ -121,6 +121,14 @@ class ColumnsRecord(msgspec.Struct):
 # the table in its topics (docs/output-contract.md, "Schema changes").
 EMPTIES_TABLE = frozenset({"truncate", "drop", "replace"})
 
+# Re-keying a table in place (capture/rekey.py, docs/output-contract.md): ``rekey`` goes to
+# every partition where the table's key changed; ``rekey-cut`` and ``rekey-end`` enclose, in
+# one partition, the table's rows under its new key, which the sink writes in one transaction
+# with a tombstone for every old key.
+REKEY = "rekey"
+REKEY_CUT = "rekey-cut"
+REKEY_END = "rekey-end"
+
 
 class DdlRecord(msgspec.Struct):
     """A DDL record as the sink reads it (decoded only for records whose ``op`` is DDL)."""

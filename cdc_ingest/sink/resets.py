@@ -51,14 +51,16 @@ def reset_messages(settings: SinkSettings, serde: SinkSerde, changelog_partition
 
 
 def live_keys(messages: Iterable[Message], ddl: DdlRecord, changelog_partitions: int,
-              partition: int, exclusive: bool) -> list[bytes]:
+              partition: int | None, exclusive: bool) -> list[bytes]:
     """Keys of ``ddl``'s table live in one topic's ``messages`` (offset order per key) that
-    hash to changelog ``partition``. ``exclusive``: the topic holds no other table's keys."""
+    hash to changelog ``partition`` (None: every key). ``exclusive``: the topic holds no
+    other table's keys."""
     owner = (ddl.db.encode(), ddl.table.encode())
     live: dict[bytes, bool] = {}
     for msg in messages:
         key = msg.key
-        if key is None or java_partition(key, changelog_partitions) != partition:
+        if key is None or (partition is not None
+                           and java_partition(key, changelog_partitions) != partition):
             continue
         names = dict(msg.headers)
         table = (names.get("schemaName"), names.get("tableName"))

@@ -16,17 +16,17 @@ from __future__ import annotations
 import atexit
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
 from itertools import chain
 from typing import Any
 
-from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka import PlainProducer, TransactionalProducer
 from cdc_ingest.kafka.offsets import GroupOffsets, offset_list
-from cdc_ingest.model.changelog import EMPTIES_TABLE, DdlRecord
+from cdc_ingest.model.changelog import REKEY_CUT, DdlRecord
 from cdc_ingest.sink.changelog import ChangelogBatches, Columns, row_columns
+from cdc_ingest.sink.chunks import Counters, Reset, chunks
 from cdc_ingest.sink.produce import produce, raise_named
+from cdc_ingest.sink.rekey import Cutover
 from cdc_ingest.sink.resets import reset_messages
 from cdc_ingest.sink.serde import SinkMessage, SinkSerde, last_per_key
 from cdc_ingest.sink.settings import SinkSettings
@@ -103,10 +103,13 @@ def _plain(settings: SinkSettings) -> PlainProducer:
 
 def _serde(settings: SinkSettings, group: GroupOffsets,
            partition: int) -> tuple[SinkSerde, Reset]:
-    """The task's serde, and what it does at a DDL record that empties a table."""
+    """The task's serde, and what it does at a DDL record that empties a table or cuts
+    over a re-keyed one."""
     serde = SinkSerde(settings.router.sink_topics, settings.except_key, settings.with_headers)
 
-    def reset(ddl: DdlRecord, ts_ms: int) -> list[SinkMessage]:
+    def reset(ddl: DdlRecord, ts_ms: int, offset: int) -> list[SinkMessage] | Cutover:
+        if ddl.action == REKEY_CUT:
+            return Cutover(settings, serde, partition, offset, ddl, ts_ms)
         changelog_partitions = len(group.partitions(settings.changelog_topic))
         return reset_messages(settings, serde, changelog_partitions, partition, ddl, ts_ms)
 
@@ -122,22 +125,6 @@ def committed_offsets(settings: SinkSettings) -> dict[int, int]:
 # -- the task ----------------------------------------------------------------------------
 
 
-@dataclass
-class _Counters:
-    partition: int = -1
-    rows_in: int = 0
-    rows_out: int = 0
-    bytes_out: int = 0
-    skipped: int = 0
-    last_offset: int = -1
-    commit_ms: float = 0.0
-    max_event_ts_ms: int = 0
-    per_table: dict[str, int] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
 def write_partition(settings: SinkSettings, rows: Iterable[Any]) -> dict[str, Any]:
     """Write one changelog partition's records to the sinks.
 
@@ -146,7 +133,7 @@ def write_partition(settings: SinkSettings, rows: Iterable[Any]) -> dict[str, An
     """
     batches = rows.columns() if isinstance(rows, ChangelogBatches) else row_columns(rows)
     first = next(batches, None)
-    counters = _Counters()
+    counters = Counters()
     if first is None:
         return counters.as_dict()
     counters.partition = first[0]
@@ -158,91 +145,26 @@ def write_partition(settings: SinkSettings, rows: Iterable[Any]) -> dict[str, An
     return counters.as_dict()
 
 
-# reset(ddl record, ts_ms) -> the tombstones of a table a DDL record emptied (sink/resets.py)
-Reset = Callable[[DdlRecord, int], list[SinkMessage]]
-
-
-def _chunks(
-    settings: SinkSettings, serde: SinkSerde, counters: _Counters,
-    batches: Iterator[tuple[int, Columns]], start: int, reset: Reset,
-) -> Iterator[tuple[list[SinkMessage], int]]:  # fmt: skip
-    """Records at or after ``start`` as (messages, last offset) chunks bounded in rows and
-    time. The per-record loop: everything it can is looked up once, before it. A DDL record
-    that empties a table is a chunk of its own, the table's tombstones, made only once the
-    caller has committed the chunk before it (a generator resumes after the caller's work)."""
-    add = serde.add
-    monotonic = time.monotonic
-    limit = settings.max_tx_rows
-    if settings.buffer_max_rows:
-        limit = min(limit, settings.buffer_max_rows)
-    max_seconds = settings.max_tx_seconds
-    partition = counters.partition
-    messages: list[SinkMessage] = []
-    began = monotonic()
-    last = previous = -1
-    pending = False  # records since the last chunk
-    max_ts = counters.max_event_ts_ms
-    for batch_partition, (offsets, keys, values) in batches:
-        if batch_partition != partition:
-            raise SinkError(
-                f"one sink task got changelog partitions {partition} and {batch_partition}: "
-                "each partition's range must be one task (exactly-once hop 2, "
-                "docs/architecture.md)"
-            )
-        if offsets[0] <= previous:
-            raise SinkError(
-                f"changelog partition {partition}: offset {offsets[0]} came after {previous}; "
-                "a task must get its range in offset order"
-            )
-        previous = offsets[-1]
-        counters.rows_in += len(offsets)
-        for offset, key, value in zip(offsets, keys, values, strict=True):
-            if offset < start:
-                counters.skipped += 1  # an earlier attempt already committed it
-                continue
-            try:
-                ts = add(messages, key, value)
-            except ValueError as exc:
-                raise SinkError(
-                    f"{settings.changelog_topic} partition {partition} offset {offset} is not "
-                    f"a changelog record this sink can read: {exc}"
-                ) from exc
-            if ts > max_ts:  # noqa: PLR1730 - cheaper than calling max() per record
-                max_ts = ts
-            if key is None and serde.ddl is not None:  # DDL records alone have no key
-                ddl, serde.ddl = serde.ddl, None
-                log.info("changelog partition %d offset %d: DDL on %s.%s at binlog %s: %s",
-                         partition, offset, ddl.db, ddl.table, ddl.pos, ddl.ddl[:300])
-                if ddl.action in EMPTIES_TABLE:
-                    counters.max_event_ts_ms = max_ts
-                    if pending:
-                        yield messages, last
-                    yield reset(ddl, ts), offset
-                    messages, began, last, pending = [], monotonic(), offset, False
-                    continue
-            last, pending = offset, True
-            if len(messages) >= limit or monotonic() - began >= max_seconds:
-                counters.max_event_ts_ms = max_ts
-                yield messages, last
-                messages, began, pending = [], monotonic(), False
-    counters.max_event_ts_ms = max_ts
-    if pending:
-        yield messages, last
-
-
 def _produce(producer: TransactionalProducer | PlainProducer, settings: SinkSettings,
-             counters: _Counters, messages: list[SinkMessage]) -> None:
-    if not messages:
-        return
+             counters: Counters, out: list[SinkMessage] | Cutover, last: int = -1) -> int:
+    """Send a chunk's messages; returns the last changelog offset they cover (a cutover
+    reads past its record)."""
+    if isinstance(out, Cutover):
+        for part in out.parts():
+            _produce(producer, settings, counters, part)
+        return out.last
+    if not out:
+        return last
     if settings.buffer_max_rows:
-        messages = last_per_key(messages)
+        out = last_per_key(out)
     counters.bytes_out += produce(producer.send, _sink_topics(settings),
-                                  settings.dead_letter_topic, messages, counters.per_table)
-    counters.rows_out += len(messages)
+                                  settings.dead_letter_topic, out, counters.per_table)
+    counters.rows_out += len(out)
+    return last
 
 
 def _exactly_once(
-    settings: SinkSettings, counters: _Counters, batches: Iterator[tuple[int, Columns]]
+    settings: SinkSettings, counters: Counters, batches: Iterator[tuple[int, Columns]]
 ) -> None:
     """Exactly-once hop 2 (docs/architecture.md) for one changelog partition."""
     partition = counters.partition
@@ -253,11 +175,11 @@ def _exactly_once(
         # 2. What earlier attempts committed: rows below it are already in the sink topics.
         start = group.committed(settings.changelog_topic, [partition]).get(partition, 0)
         serde, reset = _serde(settings, group, partition)
-        for messages, last in _chunks(settings, serde, counters, batches, start, reset):
+        for messages, upto in chunks(settings, serde, counters, batches, start, reset):
             # 3. One transaction: the sink records and the next input offset, or neither.
             producer.begin()
             try:
-                _produce(producer, settings, counters, messages)
+                last = _produce(producer, settings, counters, messages, upto)
                 producer.send_offsets(
                     offset_list(settings.changelog_topic, partition, last + 1),
                     group.group_metadata(),
@@ -268,7 +190,7 @@ def _exactly_once(
             except BaseException as exc:
                 if producer.in_transaction:
                     producer.abort()
-                raise_named(exc, messages)
+                raise_named(exc, messages if isinstance(messages, list) else [])
                 raise
             counters.last_offset = last
     finally:
@@ -276,7 +198,7 @@ def _exactly_once(
 
 
 def _at_least_once(
-    settings: SinkSettings, counters: _Counters, batches: Iterator[tuple[int, Columns]]
+    settings: SinkSettings, counters: Counters, batches: Iterator[tuple[int, Columns]]
 ) -> None:
     """Produce, flush, then record progress in the group (skips what a commit covered)."""
     partition = counters.partition
@@ -284,8 +206,8 @@ def _at_least_once(
     group = _group(settings)
     start = group.committed(settings.changelog_topic, [partition]).get(partition, 0)
     serde, reset = _serde(settings, group, partition)
-    for messages, last in _chunks(settings, serde, counters, batches, start, reset):
-        _produce(producer, settings, counters, messages)
+    for messages, upto in chunks(settings, serde, counters, batches, start, reset):
+        last = _produce(producer, settings, counters, messages, upto)
         began = time.monotonic()
         producer.flush()
         group.commit(settings.changelog_topic, partition, last + 1)

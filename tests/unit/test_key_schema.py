@@ -16,7 +16,7 @@ from cdc_ingest.capture.keyschema import (
     catalog_class,
 )
 from cdc_ingest.capture.schema import ColumnSpec, FieldType
-from cdc_ingest.capture.schemas import KeySchemaChanged, SchemaGuard
+from cdc_ingest.capture.schemas import KeySchemaChanged, RekeyNeeded, SchemaGuard
 from cdc_ingest.errors import SourceError
 from cdc_ingest.mysql import Column
 
@@ -167,3 +167,17 @@ def test_exception_behavior_stops_at_any_change_but_a_create() -> None:
     with pytest.raises(SourceError, match=r"shop\.t at binlog b:2.*behavior: exception"):
         guard.ddl("shop", "t", "ALTER TABLE t ADD c INT", "alter", "b:2", 2)
     assert calls[-1] == "commit" and len(producer.sent) == 1
+
+
+def test_with_evolve_a_key_change_asks_for_a_re_key_and_the_new_key_is_recorded() -> None:
+    guard, producer, calls = _guard(behavior="evolve")
+    guard.layout("shop", "t", ID, LAYOUT, "b:1", 1)
+    with pytest.raises(RekeyNeeded) as caught:
+        guard.layout("shop", "t", ID_K2, LAYOUT, "b:5", 5)
+    change = caught.value
+    assert calls[-1] == "commit" and isinstance(change, KeySchemaChanged)
+    assert (change.db, change.table, change.key, change.where) == ("shop", "t", ID_K2, "b:5")
+    guard.rekeyed("shop", "t", ID_K2, LAYOUT, "b:5", 5)
+    assert producer.sent[-1][1]["key"] == ID_K2.as_json()
+    assert producer.sent[-1][1]["action"] == "rekey"
+    guard.layout("shop", "t", ID_K2, LAYOUT, "b:6", 6)  # the rows after it: no stop

@@ -18,6 +18,8 @@ from cdc_ingest.kafka import FencedError, KafkaClientError, PlainProducer, Trans
 from cdc_ingest.routing.routes import Router, RouteRule
 from cdc_ingest.sink import writer
 from cdc_ingest.sink.changelog import RESULT, ChangelogBatches, ChangelogRow, row_columns, run_task
+from cdc_ingest.sink.chunks import Counters, chunks
+from cdc_ingest.sink.rekey import Cutover
 from cdc_ingest.sink.serde import SinkMessage
 
 NO_BROKER = {"bootstrap.servers": "127.0.0.1:9", "log_level": 0}
@@ -43,7 +45,7 @@ def _chunks(settings: writer.SinkSettings, counters: Any, batches: Any, start: i
             reset: Any = None) -> Any:
     serde = writer.SinkSerde(settings.router.sink_topics, settings.except_key,
                              settings.with_headers)
-    return writer._chunks(settings, serde, counters, batches, start, reset or (lambda *a: []))
+    return chunks(settings, serde, counters, batches, start, reset or (lambda *a: []))
 
 
 def _settings(**changes: Any) -> writer.SinkSettings:
@@ -74,7 +76,7 @@ def test_a_task_with_two_partitions_is_refused() -> None:
     rows = [ChangelogRow(0, 1, b"k", b"v"), ChangelogRow(1, 2, b"k", b"v")]
     with pytest.raises(SinkError, match="partitions"):
         list(row_columns(rows, size=1))
-    counters = writer._Counters(partition=0)
+    counters = Counters(partition=0)
     split = iter([(0, ([1], [b"k"], [_value(1)])), (1, ([2], [b"k"], [_value(2)]))])
     with pytest.raises(SinkError, match="partitions"):
         list(_chunks(_settings(), counters, split, 0))
@@ -82,7 +84,7 @@ def test_a_task_with_two_partitions_is_refused() -> None:
 
 def test_chunks_skip_what_was_committed_and_bound_transactions_in_rows() -> None:
     settings = _settings(max_tx_rows=3)
-    counters = writer._Counters(partition=1)
+    counters = Counters(partition=1)
     batches = ChangelogBatches([_batch(1, [10, 11, 12, 13]), _batch(1, [14, 15, 16])]).columns()
     chunks = [(len(messages), last) for messages, last
               in _chunks(settings, counters, batches, start=12)]
@@ -100,12 +102,12 @@ def test_a_truncate_is_a_chunk_of_its_own_made_after_the_chunk_before_it_is_done
     done: list[int] = []  # offsets of the chunks the caller has finished
     resets: list[tuple[str, int, list[int]]] = []
 
-    def reset(ddl: Any, ts: int) -> list[Any]:
+    def reset(ddl: Any, ts: int, offset: int) -> list[Any]:
         resets.append((ddl.ddl, ts, list(done)))
         return [("sink", b"k0", None, None, ts, "d.t")]
 
     got = []
-    for messages, last in _chunks(_settings(), writer._Counters(partition=0), batches, 0,
+    for messages, last in _chunks(_settings(), Counters(partition=0), batches, 0,
                                   reset):
         got.append(([m[1:3] for m in messages], last))
         done.append(last)
@@ -115,8 +117,29 @@ def test_a_truncate_is_a_chunk_of_its_own_made_after_the_chunk_before_it_is_done
     assert resets == [("TRUNCATE t", 2000, [2])]
 
 
+def test_a_cutover_is_a_chunk_of_its_own_and_the_rows_it_read_are_not_written_again() -> None:
+    cut = orjson.dumps({"v": 1, "op": "DDL", "db": "d", "table": "t", "pk": None,
+                        "before": None, "after": None, "ts_ms": 2000, "pos": "bin.1:9",
+                        "ddl": "re-key d.t", "action": "rekey-cut"})
+    batches = iter([(0, ([1, 2, 3, 4], [b"k1", None, b"k3", b"k4"],
+                         [_value(1), cut, _value(3), _value(4)])),
+                    (0, ([5, 6, 7], [b"k5", b"k6", b"k7"], [_value(5), _value(6), _value(7)]))])
+    cutover = Cutover.__new__(Cutover)
+    cutover.last = 5  # the rekey-end record: the rows up to it came with the cutover
+
+    def reset(ddl: Any, ts: int, offset: int) -> Any:
+        assert (ddl.action, offset) == ("rekey-cut", 2)
+        return cutover
+
+    counters = Counters(partition=0)
+    got = [(m if isinstance(m, Cutover) else [x[1] for x in m], last)
+           for m, last in _chunks(_settings(), counters, batches, 0, reset)]
+    assert got == [([b"k1"], 1), (cutover, 2), ([b"k6", b"k7"], 7)]
+    assert counters.skipped == 3
+
+
 def test_a_record_that_cannot_be_read_names_its_offset() -> None:
-    counters = writer._Counters(partition=0)
+    counters = Counters(partition=0)
     batches = iter([(0, ([3], [b"k"], [b'{"op":"+I"}']))])
     with pytest.raises(SinkError, match="cl partition 0 offset 3"):
         list(_chunks(_settings(), counters, batches, 0))
@@ -168,14 +191,14 @@ def test_both_producers_send_through_the_one_kafka_send(messages: list[SinkMessa
     for producer in (_transactional(_Raw([])), PlainProducer(NO_BROKER, idempotent=False)):
         raw = _Raw([])
         producer._producer = raw
-        writer._produce(producer, _settings(), writer._Counters(), messages)
+        writer._produce(producer, _settings(), Counters(), messages)
         assert raw.sent == [("a", b"k1", b"v1", [("namespace", b"")], 5),
                             ("a", b"k2", None, None, 6)]
 
 
 def test_produce_sends_what_the_wrapper_would(messages: list[SinkMessage]) -> None:
     raw = _Raw([BufferError("queue full")])  # the wrapper waits for room and sends again
-    counters = writer._Counters()
+    counters = Counters()
     writer._produce(_transactional(raw), _settings(), counters, messages)
     assert raw.sent == [("a", b"k1", b"v1", [("namespace", b"")], 5),
                         ("a", b"k2", None, None, 6)]
@@ -185,11 +208,11 @@ def test_produce_sends_what_the_wrapper_would(messages: list[SinkMessage]) -> No
 def test_a_kafka_error_on_produce_is_the_wrappers_error(messages: list[SinkMessage]) -> None:
     fenced = KafkaException(KafkaError(KafkaError._FENCED))
     with pytest.raises(FencedError):
-        writer._produce(_transactional(_Raw([fenced, fenced])), _settings(), writer._Counters(),
+        writer._produce(_transactional(_Raw([fenced, fenced])), _settings(), Counters(),
                         messages)
     failed = KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT))
     with pytest.raises(KafkaClientError, match="producing to a"):
-        writer._produce(_transactional(_Raw([failed, failed])), _settings(), writer._Counters(),
+        writer._produce(_transactional(_Raw([failed, failed])), _settings(), Counters(),
                         messages)
 
 
@@ -197,7 +220,7 @@ def test_batches_out_of_offset_order_are_refused() -> None:
     batches = iter([(0, ([5, 6], [b"k", b"k"], [_value(5), _value(6)])),
                     (0, ([6], [b"k"], [_value(6)]))])
     with pytest.raises(SinkError, match="offset order"):
-        list(_chunks(_settings(), writer._Counters(partition=0), batches, 0))
+        list(_chunks(_settings(), Counters(partition=0), batches, 0))
 
 
 def test_plain_sink_producers_linger_longer_unless_the_properties_say_otherwise() -> None:

@@ -19,7 +19,7 @@ from cdc_ingest.capture.snapshot.progress import SnapshotProgress
 from cdc_ingest.capture.snapshot.reader import Snapshotter
 from cdc_ingest.capture.snapshot.state import Chunk, ChunkRows, SnapshotState
 from cdc_ingest.kafka import TransactionalProducer
-from cdc_ingest.model.changelog import snapshot_value
+from cdc_ingest.model.changelog import REKEY_CUT, ddl_value, snapshot_value
 
 log = logging.getLogger(__name__)
 
@@ -94,8 +94,18 @@ class SnapshotPhase:
         self._guard.layout(db, table, info.key_schema, info.layout, f"{at.file}:{at.pos}", ts_ms)
         checkpoint.open()
         send, topic = self._producer.send, self._o.changelog_topic
+        partition = -1  # the key's partition
+        rekey = state.rekey
+        if rekey is not None:  # re-keying in place (capture/rekey.py): one partition
+            partition = int(rekey["partition"])
+            if not rekey["cut"]:
+                send(topic, ddl_value(db, table, f"re-key {db}.{table}: rows under the new "
+                                      "key", ts_ms, rekey["where"], REKEY_CUT),
+                     None, ts_ms, partition=partition)
+                rekey["cut"] = True
         for key, pk, row in read.rows:
-            send(topic, snapshot_value(db, table, pk, row, ts_ms), key, ts_ms)
+            send(topic, snapshot_value(db, table, pk, row, ts_ms), key, ts_ms,
+                 partition=partition)
         state.chunk_done(chunk, read.high)
         checkpoint.rows += len(read.rows)
         checkpoint.position = replace(checkpoint.position, snapshot=state.as_json())

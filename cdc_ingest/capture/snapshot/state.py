@@ -23,10 +23,14 @@ class SnapshotState:
     # The server whose binlog the chunks' positions are in (Catalog.server_identity): another
     # server's file and offset say nothing about them (a failover mid-snapshot).
     server: str | None = None
+    # A table re-keyed in place (capture/rekey.py): how far that got; None for a snapshot
+    # of the pipeline's tables.
+    rekey: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {"tables": self.tables, "table": self.table, "after": self.after,
-                "chunks": self.chunks, "done": self.done, "server": self.server}
+                "chunks": self.chunks, "done": self.done, "server": self.server,
+                "rekey": self.rekey}
 
     def chunk_done(self, chunk: Chunk, high: BinlogPos) -> None:
         """``chunk`` is read as of ``high`` and goes into the changelog with this progress."""
@@ -41,7 +45,7 @@ class SnapshotState:
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> SnapshotState:
         return cls(body["tables"], body["table"], body.get("after"), body.get("chunks") or [],
-                   bool(body.get("done")), body.get("server"))
+                   bool(body.get("done")), body.get("server"), body.get("rekey"))
 
 
 @dataclass

@@ -1,0 +1,158 @@
+"""Re-keying a table in place (``pipeline.schema.change.behavior: evolve``).
+
+When a captured table's key changes (``DROP PRIMARY KEY, ADD PRIMARY KEY (id, k2)``, a key
+column retyped so its values are spelled differently), its messages in the sink topics are
+keyed by the old key. Re-keying replaces them all with the table as it is now under the new
+key, so that a read_committed reader of a sink topic sees the table's old messages or its new
+ones, never both and never neither, and every key's changes stay in order
+(docs/output-contract.md, "Primary-key changes"):
+
+1. **begin**: at the first row under the new key (binlog P), everything before is committed,
+   the schema topic records the new key, and a ``rekey`` record goes to every changelog
+   partition. Capture then waits until the sink has passed it on every partition: every
+   old-key message is in the sink topics, and no task writes one again.
+2. **snapshot**: the table is read again in chunks under its new key (the snapshot
+   machinery: read views and binlog windows), every row into one changelog partition (the
+   table's cutover partition) after a ``rekey-cut`` record. The binlog waits meanwhile.
+3. **end**: a ``rekey-end`` record closes those rows. The sink task of the cutover partition
+   writes, in ONE transaction, a tombstone for every live key of the table and every row
+   between the cut and the end (sink/rekey.py). Capture waits until the sink has passed the
+   end, then reads the binlog again from P: changes of the table its chunks already hold are
+   dropped (ChunkFilter), later ones go to their keys' partitions as always.
+
+Each step's progress is committed with the position (``SnapshotState.rekey``): a capture
+killed anywhere finishes the step it was in when started again. The waits need the sink
+running; capture says what it waits for every :data:`WAIT_LOG_S`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from cdc_ingest.capture.checkpoint import Checkpoint
+from cdc_ingest.capture.options import CaptureOptions
+from cdc_ingest.capture.schemas import RekeyNeeded, SchemaGuard
+from cdc_ingest.capture.snapshot.filter import ChunkFilter
+from cdc_ingest.capture.snapshot.phase import SnapshotPhase, snapshotter
+from cdc_ingest.capture.snapshot.reader import Snapshotter
+from cdc_ingest.capture.snapshot.state import SnapshotState
+from cdc_ingest.errors import SourceError
+from cdc_ingest.kafka import TransactionalProducer
+from cdc_ingest.kafka.consumer import end_offsets
+from cdc_ingest.kafka.offsets import GroupOffsets
+from cdc_ingest.kafka.partition import java_partition
+from cdc_ingest.model.changelog import REKEY, REKEY_END, ddl_value
+from cdc_ingest.mysql import Catalog
+
+log = logging.getLogger(__name__)
+
+WAIT_LOG_S = 30.0
+WAIT_POLL_S = 0.5
+
+
+class Rekeying:
+    def __init__(self, options: CaptureOptions, producer: TransactionalProducer,
+                 checkpoint: Checkpoint, guard: SchemaGuard, catalog: Catalog,
+                 partitions: int, stopping: Callable[[], bool]) -> None:
+        self._o = options
+        self._producer = producer
+        self._checkpoint = checkpoint
+        self._guard = guard
+        self._catalog = catalog
+        self._partitions = partitions
+        self._stopping = stopping
+        self._planner: Snapshotter | None = None
+        self._group: GroupOffsets | None = None
+
+    def start(self, change: RekeyNeeded, current: ChunkFilter | None) -> ChunkFilter | None:
+        """Re-key ``change``'s table at the committed position. Returns the chunk filter the
+        binlog phase goes on with, or None when stopped before the end (the next start of
+        capture finishes the re-key before it reads the binlog)."""
+        db, table, where = change.db, change.table, change.where
+        file, _, pos = where.rpartition(":")
+        if current is not None and current.reaches(db, table, (file, int(pos))):
+            raise SourceError(
+                f"the key of {db}.{table} changed at binlog {where}, while the snapshot of "
+                "that table was being read, so its snapshot rows cannot be put in order with "
+                "the change. Fix: start the pipeline again from scratch (delete its state and "
+                "sink topics; scan.startup.mode: initial)")
+        # the chunks of other tables still filter the binlog; the table's own are for its
+        # old key, and all before the change (reaches above)
+        kept = [c for c in current.state.chunks if (c[0], c[1]) != (db, table)] if current else []
+        cutover = java_partition(f"{db}.{table}".encode(), self._partitions)
+        state = SnapshotState([[db, table]], chunks=kept, server=self._catalog.server_identity(),
+                              rekey={"db": db, "table": table, "where": where,
+                                     "partition": cutover, "cut": False, "end": None})
+        checkpoint = self._checkpoint
+        ts_ms = checkpoint.position.ts_ms or int(time.time() * 1000)
+        ends = end_offsets(self._o.kafka, self._o.changelog_topic, list(range(self._partitions)))
+        assert state.rekey is not None
+        state.rekey["begin"] = {str(p): end for p, end in ends.items()}
+        self._guard.rekeyed(db, table, change.key, change.columns, where, ts_ms)
+        checkpoint.open()
+        value = ddl_value(db, table, f"re-key {db}.{table} under {change.key.describe()}",
+                          ts_ms, where, REKEY)
+        for partition in range(self._partitions):
+            self._producer.send(self._o.changelog_topic, value, None, ts_ms,
+                                partition=partition)
+        checkpoint.position = replace(checkpoint.position, snapshot=state.as_json())
+        checkpoint.commit()
+        log.warning("the key of %s.%s changed to %s: re-keying it in place "
+                    "(pipeline.schema.change.behavior: evolve); the binlog waits meanwhile",
+                    db, table, change.key.describe())
+        return self.finish(state)
+
+    def finish(self, state: SnapshotState) -> ChunkFilter | None:
+        """Go on with a re-key from the step ``state`` says it reached."""
+        rekey = state.rekey
+        assert rekey is not None
+        name, cutover = f"{rekey['db']}.{rekey['table']}", int(rekey["partition"])
+        planner = self._planner = self._planner or snapshotter(self._o, 0)
+        if rekey.get("end") is None:
+            begin = {int(p): int(end) for p, end in rekey["begin"].items()}
+            if not rekey.get("cut") and not self._sink_past(begin, name, "the re-key record"):
+                return None
+            SnapshotPhase(self._o, self._producer, self._checkpoint, planner, self._guard,
+                          self._stopping).run(state)
+            if not state.done:
+                return None
+            rekey["end"] = end_offsets(self._o.kafka, self._o.changelog_topic,
+                                       [cutover])[cutover]
+            checkpoint = self._checkpoint
+            ts_ms = int(time.time() * 1000)
+            checkpoint.open()
+            self._producer.send(self._o.changelog_topic,
+                                ddl_value(rekey["db"], rekey["table"], f"re-key {name} done",
+                                          ts_ms, rekey["where"], REKEY_END),
+                                None, ts_ms, partition=cutover)
+            checkpoint.position = replace(checkpoint.position, snapshot=state.as_json())
+            checkpoint.commit()
+        if not self._sink_past({cutover: int(rekey["end"])}, name, "the table under its new key"):
+            return None
+        log.info("%s is re-keyed: the sink topics hold it under its new key; reading the "
+                 "binlog again from %s", name, rekey["where"])
+        return ChunkFilter(state, planner.info)
+
+    def _sink_past(self, ends: dict[int, int], name: str, what: str) -> bool:
+        """Wait until the sink group's committed offset of each partition is past ``ends``
+        (the end offsets read before capture wrote what the sink must pass; capture is the
+        changelog's only writer, so its next record there is the first at or after them).
+        False when capture is asked to stop first."""
+        group = self._group = self._group or GroupOffsets(self._o.kafka, self._o.sink_group)
+        topic = self._o.changelog_topic
+        began = logged = time.monotonic()
+        while not self._stopping():
+            committed = group.committed(topic, sorted(ends))
+            behind = sorted(p for p, end in ends.items() if committed.get(p, 0) <= end)
+            if not behind:
+                return True
+            if time.monotonic() - logged >= WAIT_LOG_S:
+                logged = time.monotonic()
+                log.warning("re-keying %s: waiting %.0fs so far for the sink (group %s) to "
+                            "write %s (changelog %s partitions %s). Is the sink running?",
+                            name, logged - began, group.group_id, what, topic, behind)
+            time.sleep(WAIT_POLL_S)
+        return False

@@ -1,0 +1,120 @@
+"""One changelog partition's records as the sink's transactions: the per-record loop.
+
+:func:`chunks` turns a task's Arrow batches into (messages, last offset) chunks bounded in
+rows and time; the writer (sink/writer.py) commits each. A DDL record that empties a table is
+a chunk of its own (its tombstones, sink/resets.py), and a ``rekey-cut`` record a
+:class:`~cdc_ingest.sink.rekey.Cutover` (sink/rekey.py), each made only once the caller has
+committed the chunk before it (a generator resumes after the caller's work).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from cdc_ingest.errors import SinkError
+from cdc_ingest.model.changelog import EMPTIES_TABLE, REKEY_CUT, DdlRecord
+from cdc_ingest.sink.changelog import Columns
+from cdc_ingest.sink.rekey import Cutover
+from cdc_ingest.sink.serde import SinkMessage, SinkSerde
+from cdc_ingest.sink.settings import SinkSettings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Counters:
+    partition: int = -1
+    rows_in: int = 0
+    rows_out: int = 0
+    bytes_out: int = 0
+    skipped: int = 0
+    last_offset: int = -1
+    commit_ms: float = 0.0
+    max_event_ts_ms: int = 0
+    per_table: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+# reset(ddl record, ts_ms, offset) -> the tombstones of a table a DDL record emptied
+# (sink/resets.py), or the cutover of a table re-keyed in place (sink/rekey.py)
+Reset = Callable[[DdlRecord, int, int], list[SinkMessage] | Cutover]
+Chunk = tuple[list[SinkMessage] | Cutover, int]
+
+
+def chunks(
+    settings: SinkSettings, serde: SinkSerde, counters: Counters,
+    batches: Iterator[tuple[int, Columns]], start: int, reset: Reset,
+) -> Iterator[Chunk]:  # fmt: skip
+    """Records at or after ``start`` as (messages, last offset) chunks bounded in rows and
+    time. The per-record loop: everything it can is looked up once, before it. A DDL record
+    that empties a table is a chunk of its own, the table's tombstones, made only once the
+    caller has committed the chunk before it (a generator resumes after the caller's work)."""
+    add = serde.add
+    monotonic = time.monotonic
+    limit = settings.max_tx_rows
+    if settings.buffer_max_rows:
+        limit = min(limit, settings.buffer_max_rows)
+    max_seconds = settings.max_tx_seconds
+    partition = counters.partition
+    messages: list[SinkMessage] = []
+    began = monotonic()
+    last = previous = -1
+    pending = False  # records since the last chunk
+    max_ts = counters.max_event_ts_ms
+    for batch_partition, (offsets, keys, values) in batches:
+        if batch_partition != partition:
+            raise SinkError(
+                f"one sink task got changelog partitions {partition} and {batch_partition}: "
+                "each partition's range must be one task (exactly-once hop 2, "
+                "docs/architecture.md)"
+            )
+        if offsets[0] <= previous:
+            raise SinkError(
+                f"changelog partition {partition}: offset {offsets[0]} came after {previous}; "
+                "a task must get its range in offset order"
+            )
+        previous = offsets[-1]
+        counters.rows_in += len(offsets)
+        for offset, key, value in zip(offsets, keys, values, strict=True):
+            if offset < start:
+                counters.skipped += 1  # an earlier attempt already committed it
+                continue
+            try:
+                ts = add(messages, key, value)
+            except ValueError as exc:
+                raise SinkError(
+                    f"{settings.changelog_topic} partition {partition} offset {offset} is not "
+                    f"a changelog record this sink can read: {exc}"
+                ) from exc
+            if ts > max_ts:  # noqa: PLR1730 - cheaper than calling max() per record
+                max_ts = ts
+            if key is None and serde.ddl is not None:  # DDL records alone have no key
+                ddl, serde.ddl = serde.ddl, None
+                log.info("changelog partition %d offset %d: DDL on %s.%s at binlog %s: %s",
+                         partition, offset, ddl.db, ddl.table, ddl.pos, ddl.ddl[:300])
+                if ddl.action in EMPTIES_TABLE or ddl.action == REKEY_CUT:
+                    counters.max_event_ts_ms = max_ts
+                    if pending:
+                        yield messages, last
+                    out = reset(ddl, ts, offset)
+                    yield out, offset
+                    last = offset
+                    if isinstance(out, Cutover):  # it read its rows itself: skip them here
+                        last = out.last
+                        start = last + 1
+                    messages, began, pending = [], monotonic(), False
+                    continue
+            last, pending = offset, True
+            if len(messages) >= limit or monotonic() - began >= max_seconds:
+                counters.max_event_ts_ms = max_ts
+                yield messages, last
+                messages, began, pending = [], monotonic(), False
+    counters.max_event_ts_ms = max_ts
+    if pending:
+        yield messages, last
