@@ -27,8 +27,8 @@ class PipelineDef(ConfigModel):
 
     @property
     def transactional_id_prefix(self) -> str:
-        """``sink.transactional-id-prefix``, by default ``cdc-ingest.<pipeline name>``."""
-        return self.sink.sink_transactional_id_prefix or f"cdc-ingest.{self.pipeline.name}"
+        """``sink.transactional-id-prefix``, by default ``cdc-ingest.<pipeline id>``."""
+        return self.sink.sink_transactional_id_prefix or f"cdc-ingest.{self.pipeline.id}"
 
     @property
     def capture_transactional_id(self) -> str:

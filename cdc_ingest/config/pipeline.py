@@ -13,7 +13,7 @@ from pydantic import Field, field_validator, model_validator
 from cdc_ingest.config.durations import Duration
 from cdc_ingest.config.problems import problem, raise_problems
 from cdc_ingest.config.source_types import selector
-from cdc_ingest.config.types import ConfigModel, KafkaTopic, SafeId, choice, slug
+from cdc_ingest.config.types import ConfigModel, KafkaTopic, choice, is_safe_id, slug
 from cdc_ingest.errors import ConfigError
 from cdc_ingest.routing.routes import GROUP_REFERENCE, RouteMode, RouteRule
 
@@ -49,8 +49,12 @@ def _given(data: dict[str, Any], name: str, alias: str) -> bool:
 class PipelineOptions(ConfigModel):
     """Settings of the pipeline as a whole. Names derived from ``name`` keep pipelines apart."""
 
-    name: SafeId = Field(DEFAULT_NAME, description="pipeline id (letters, digits, '.', '_', '-'); "
-                        "names its topics and transactional ids")
+    name: str = Field(DEFAULT_NAME, min_length=1, max_length=200,
+                      description="the pipeline's name, free text as in Flink CDC (`MySQL to "
+                      "Kafka Pipeline`). Its id names its topics, transactional ids and state: "
+                      "the name itself when it is only letters, digits, '.', '_' and '-', else "
+                      "the name in lower case with every other run of characters as '-' "
+                      "(`mysql-to-kafka-pipeline`)")
     parallelism: int = Field(1, ge=1, description="partitions of the changelog topic "
                              "(= Spark sink tasks)")
     route_mode: Mode = Field(RouteMode.ALL_MATCH, alias="route-mode",
@@ -96,6 +100,11 @@ class PipelineOptions(ConfigModel):
                           "'evolve' (a key change re-keys the table) or 'exception'")
         return value
 
+    @property
+    def id(self) -> str:
+        """What names the pipeline's Kafka ids (``name`` itself when it is a safe id)."""
+        return self.name if is_safe_id(self.name) else slug(self.name)
+
     @model_validator(mode="before")
     @classmethod
     def _derived_defaults(cls, data: Any) -> Any:
@@ -103,7 +112,6 @@ class PipelineOptions(ConfigModel):
         if not isinstance(data, dict):
             return data
         raw = data.get("name", DEFAULT_NAME)
-        # An invalid name is reported once, at `name`, not again at every derived option.
         name = slug(str(raw))
         filled = dict(data)
         if not _given(data, "state_dir", "state.dir"):

@@ -69,6 +69,10 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-") or "cdc-ingest"
 
 
+def is_safe_id(value: str) -> bool:
+    return bool(_SAFE_ID.fullmatch(value))
+
+
 def _safe_id(value: str) -> str:
     if not _SAFE_ID.fullmatch(value):
         # A pipeline name is not a secret, so the fix may show a corrected spelling of it.

@@ -183,7 +183,7 @@ def _start_query(
         ) from exc
     writer = (
         changelog.writeStream.foreachBatch(_batch_writer(settings, on_batch))
-        .queryName(f"cdc-ingest-sink-{defn.name}")
+        .queryName(f"cdc-ingest-sink-{defn.pipeline.id}")
         .option("checkpointLocation", defn.pipeline.checkpoint_dir)
     )
     interval_ms = int(defn.pipeline.trigger_interval.total_seconds() * 1000)
@@ -241,7 +241,7 @@ def run_sink(
     """
     settings = sink_settings(defn)
     owns_session = not spark_context_exists()
-    spark = spark_session(f"cdc-ingest-sink-{defn.name}", master)
+    spark = spark_session(f"cdc-ingest-sink-{defn.pipeline.id}", master)
     try:
         changelog = _changelog_topic(defn, stop_event)
         if changelog is None:

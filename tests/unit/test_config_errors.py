@@ -131,7 +131,7 @@ def test_missing_bootstrap_servers() -> None:
     ("sink", "value.format", "xml", "is not a known format"),
     ("sink", "topic.partitions", 0, "must be at least 1"),
     ("sink", "sink.transactional-id-prefix", "a b", "is not a valid name"),
-    ("pipeline", "name", "MySQL to Kafka", "is not a valid name"),
+    ("pipeline", "name", "", "is not a valid value"),
     ("pipeline", "parallelism", 0, "must be at least 1"),
     ("pipeline", "route-mode", "SOME_MATCH", "is not a supported value"),
     ("pipeline", "metrics.port", 99999, "must be at most 65535"),
@@ -154,9 +154,16 @@ def test_format_fix_says_only_json() -> None:
     assert "only json is supported" in problem.fix
 
 
-def test_pipeline_name_fix_offers_a_safe_spelling() -> None:
-    problem = only(minimal(pipeline={"name": "MySQL to Kafka"}), "pipeline.name")
-    assert "'mysql-to-kafka'" in problem.fix
+def test_a_pipeline_name_is_free_text_and_its_id_a_safe_spelling_of_it() -> None:
+    defn = parse_pipeline(yaml.safe_dump(minimal(pipeline={"name": "MySQL to Kafka Pipeline"})),
+                          {})
+    assert defn.name == "MySQL to Kafka Pipeline"
+    assert defn.pipeline.id == "mysql-to-kafka-pipeline"
+    assert defn.transactional_id_prefix == "cdc-ingest.mysql-to-kafka-pipeline"
+    assert defn.pipeline.changelog_topic == "cdc-ingest.mysql-to-kafka-pipeline.changelog"
+    # a name that is an id already keeps it (pipelines started before keep their ids)
+    defn = parse_pipeline(yaml.safe_dump(minimal(pipeline={"name": "Shop_1"})), {})
+    assert defn.transactional_id_prefix == "cdc-ingest.Shop_1"
 
 
 def test_specific_offset_needs_a_position() -> None:
@@ -311,7 +318,7 @@ def test_many_problems_reported_at_once() -> None:
     doc = minimal(
         source={"hostnme": "x", "port": "abc", "scan.startup.mode": "nope"},
         sink={"value.format": "avro"},
-        pipeline={"parallelism": 0, "name": "bad name"},
+        pipeline={"parallelism": 0, "name": ""},
         route=[{"source-table": "a.b", "sink-table": "ok"}, {"source-table": "a.(b"}],
     )
     doc["extra"] = 1
