@@ -64,7 +64,10 @@ def capture(config_path: Path) -> None:
     from cdc_ingest.capture.runner import Capture, install_signal_handlers
     from cdc_ingest.config import load_pipeline
 
-    options = capture_options(load_pipeline(config_path))
+    defn = load_pipeline(config_path)
+    for warning in defn.warnings:
+        log.warning("%s", warning)
+    options = capture_options(defn)
     runner = Capture(options)
     install_signal_handlers(runner)
     runner.run()

@@ -22,6 +22,8 @@ def run_validate(config_path: Path, echo: Callable[[str], None]) -> bool:
     except ConfigError:
         raise
     echo(f"[ok  ] config: {config_path} (pipeline {options.pipeline!r})")
+    for warning in defn.warnings:
+        echo(f"[warn] {warning}")
     checks: list[Check] = []
 
     kafka_problem = transactions_usable(options.kafka, f"{options.transactional_id}.validate")

@@ -20,6 +20,8 @@ class PipelineDef(ConfigModel):
     sink: UpsertKafkaSinkDef
     routes: tuple[RouteDef, ...] = Field((), alias="route")
     pipeline: PipelineOptions = Field(default_factory=lambda: PipelineOptions.model_validate({}))
+    # Flink CDC options accepted but without effect here, each with why (config/ignored.py)
+    warnings: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from cdc_ingest.config.definition import PipelineDef
+from cdc_ingest.config.ignored import take_ignored
 from cdc_ingest.config.interpolate import Interpolator
 from cdc_ingest.config.pipeline import PipelineOptions, RouteDef
 from cdc_ingest.config.problems import translate, unknown_option
@@ -70,26 +71,31 @@ def _build(data: dict[Any, Any], problems: list[ConfigProblem]) -> PipelineDef |
     for key in data:
         if key not in SECTIONS:
             problems.append(unknown_option(str(key), str(key), SECTIONS, kind="section"))
-    source = _section(data, "source", MySqlSourceDef, problems)
-    sink = _section(data, "sink", UpsertKafkaSinkDef, problems)
-    pipeline = _section(data, "pipeline", PipelineOptions, problems)
+    warnings: list[str] = []
+    source = _section(data, "source", MySqlSourceDef, problems, warnings)
+    sink = _section(data, "sink", UpsertKafkaSinkDef, problems, warnings)
+    pipeline = _section(data, "pipeline", PipelineOptions, problems, warnings)
     routes = _routes(data.get("route"), problems)
     if problems or source is None or sink is None or pipeline is None or routes is None:
         return None
     try:
-        return PipelineDef(source=source, sink=sink, routes=routes, pipeline=pipeline)
+        return PipelineDef(source=source, sink=sink, routes=routes, pipeline=pipeline,
+                           warnings=tuple(warnings))
     except ValidationError as exc:
         problems.extend(translate(exc, "", PipelineDef))
         return None
 
 
 def _section(
-    data: dict[Any, Any], name: str, model: type[M], problems: list[ConfigProblem]
+    data: dict[Any, Any], name: str, model: type[M], problems: list[ConfigProblem],
+    warnings: list[str],
 ) -> M | None:
     raw = data.get(name)
     if raw is None and name in _REQUIRED_HINT:
         problems.append(ConfigProblem(name, "required section is missing", _REQUIRED_HINT[name]))
         return None
+    if isinstance(raw, dict):
+        raw = take_ignored(name, raw, warnings)
     return _validate(model, {} if raw is None else raw, name, problems)
 
 

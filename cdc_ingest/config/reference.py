@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from cdc_ingest.config.durations import format_duration
+from cdc_ingest.config.ignored import IGNORED
 from cdc_ingest.config.pipeline import PipelineOptions, RouteDef
 from cdc_ingest.config.problems import PASS_THROUGH_PREFIX
 from cdc_ingest.config.sink import UpsertKafkaSinkDef
@@ -147,7 +148,20 @@ def render_reference() -> str:
         if note:
             section.append(note)
         parts.append("\n".join(section).rstrip("\n") + "\n")
+    parts.append(_ignored())
     return "\n".join(parts)
+
+
+def _ignored() -> str:
+    rows = ["## Flink CDC options accepted without effect", "",
+            "A Flink CDC pipeline file keeps these; each is named in a warning (`validate` "
+            "prints it, capture logs it at start) with why it does nothing here. Options "
+            "not in any table above or below are refused.", "",
+            "| option | what happens | why |", "|---|---|---|"]
+    for section, options in IGNORED.items():
+        rows.extend(f"| `{section}.{name}` | any value accepted, one warning | {_cell(why)} |"
+                    for name, why in options.items())
+    return "\n".join(rows) + "\n"
 
 
 if __name__ == "__main__":

@@ -363,3 +363,17 @@ def test_the_schema_topic_differs_from_the_other_internal_topics() -> None:
     doc = minimal(pipeline={"name": "p", "schema.topic": "cdc-ingest.p.offsets"})
     problem = only(doc, "pipeline.schema.topic")
     assert "offsets.topic" in problem.message
+
+
+def test_flink_options_without_effect_here_are_accepted_each_with_why() -> None:
+    doc = minimal(source={"debezium.snapshot.mode": "never", "connection.pool.size": 20,
+                          "schema-change.enabled": True},
+                  pipeline={"local-time-zone": "Asia/Shanghai"})
+    defn = parse_pipeline(yaml.safe_dump(doc), {})
+    assert sorted(w.split(":")[0] for w in defn.warnings) == [
+        "pipeline.local-time-zone", "source.connection.pool.size",
+        "source.debezium.snapshot.mode", "source.schema-change.enabled"]
+    assert all("ignored, " in w and len(w) > 60 for w in defn.warnings)
+    # options whose effect matters are still refused until built
+    assert "source.jdbc.properties.useSSL" in problems_of(
+        minimal(source={"jdbc.properties.useSSL": True}))

@@ -1,0 +1,56 @@
+"""Flink CDC options that mean nothing here: accepted, each named in a warning with why.
+
+A Flink CDC pipeline file is meant to run here unchanged (docs/flink-cdc-compatibility.md).
+An option that only tunes Flink's own machinery is taken out before validation and reported
+as a warning (``validate`` prints them, capture logs them at start), never dropped
+silently. An option whose effect matters to the output or to security (TLS settings in
+``jdbc.properties.*``, a chunk key column, metadata columns) is not listed here: it is
+refused as unknown until it is built.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# section -> option (a trailing ``*`` matches any rest) -> why it has no effect here
+IGNORED: dict[str, dict[str, str]] = {
+    "source": {
+        "debezium.*": "cdc-ingest reads the binlog itself; there is no Debezium engine to "
+        "configure",
+        "connection.pool.size": "capture opens a fixed few connections (binlog, catalog, one "
+        "per snapshot reader)",
+        "scan.incremental.close-idle-reader.enabled": "snapshot readers are closed as soon as "
+        "the snapshot ends",
+        "scan.incremental.snapshot.unbounded-chunk-first.enabled": "chunks are read in key "
+        "order, each bounded by scan.incremental.snapshot.chunk.size, so the last chunk holds "
+        "only the rows after the last bound",
+        "include-comments.enabled": "table and column comments are not part of the output",
+        "schema-change.enabled": "DDL is always read, because it decides what the sink topics "
+        "must get (tombstones after TRUNCATE, re-keys); pipeline.schema.change.behavior "
+        "chooses what a schema change does",
+    },
+    "pipeline": {
+        "local-time-zone": "no value depends on it: TIMESTAMP values are written in UTC with "
+        "'Z' and DATETIME values as stored (docs/changelog-format.md)",
+    },
+}
+
+
+def _why(section: str, option: str) -> str | None:
+    for pattern, why in IGNORED.get(section, {}).items():
+        if option == pattern or (pattern.endswith("*") and option.startswith(pattern[:-1])):
+            return why
+    return None
+
+
+def take_ignored(section: str, raw: dict[Any, Any], warnings: list[str]) -> dict[Any, Any]:
+    """``raw`` without the options of ``section`` that have no effect here; a warning for
+    each goes to ``warnings``."""
+    kept: dict[Any, Any] = {}
+    for name, value in raw.items():
+        why = _why(section, str(name))
+        if why is None:
+            kept[name] = value
+        else:
+            warnings.append(f"{section}.{name}: ignored, {why}")
+    return kept
