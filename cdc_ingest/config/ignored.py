@@ -30,8 +30,21 @@ IGNORED: dict[str, dict[str, str]] = {
         "chooses what a schema change does",
     },
     "pipeline": {
+        "schema.operator.uid": "a Flink operator id; there are no Flink operators here",
+        "operator.uid.prefix": "Flink operator ids; there are no Flink operators here",
+        "schema-operator.rpc-timeout": "Flink's schema operator; capture applies a schema "
+        "change itself, in binlog order",
         "local-time-zone": "no value depends on it: TIMESTAMP values are written in UTC with "
         "'Z' and DATETIME values as stored (docs/changelog-format.md)",
+    },
+}
+
+
+# Options that are checked (a bad value is an error) but change nothing here
+NOTED: dict[str, dict[str, str]] = {
+    "source": {
+        "server-time-zone": "no value depends on it: the binlog holds TIMESTAMP values in UTC "
+        "and the snapshot reads them in a UTC session, so they are written in UTC with 'Z'",
     },
 }
 
@@ -49,8 +62,11 @@ def take_ignored(section: str, raw: dict[Any, Any], warnings: list[str]) -> dict
     kept: dict[Any, Any] = {}
     for name, value in raw.items():
         why = _why(section, str(name))
+        noted = NOTED.get(section, {}).get(str(name))
         if why is None:
             kept[name] = value
         else:
             warnings.append(f"{section}.{name}: ignored, {why}")
+        if noted is not None:
+            warnings.append(f"{section}.{name}: accepted, but {noted}")
     return kept

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from cdc_ingest.config.durations import format_duration
-from cdc_ingest.config.ignored import IGNORED
+from cdc_ingest.config.ignored import IGNORED, NOTED
 from cdc_ingest.config.pipeline import PipelineOptions, RouteDef
 from cdc_ingest.config.problems import PASS_THROUGH_PREFIX
 from cdc_ingest.config.sink import UpsertKafkaSinkDef
@@ -160,6 +160,9 @@ def _ignored() -> str:
             "| option | what happens | why |", "|---|---|---|"]
     for section, options in IGNORED.items():
         rows.extend(f"| `{section}.{name}` | any value accepted, one warning | {_cell(why)} |"
+                    for name, why in options.items())
+    for section, options in NOTED.items():
+        rows.extend(f"| `{section}.{name}` | checked, one warning | {_cell(why)} |"
                     for name, why in options.items())
     return "\n".join(rows) + "\n"
 

@@ -62,7 +62,9 @@ class MySqlSourceDef(ConfigModel):
                                 "among the server's replicas")
     server_time_zone: TimeZone = Field("UTC", alias="server-time-zone",
                                        description="the server's session time zone (an IANA "
-                                       "name such as `Asia/Shanghai`, or `+08:00`)")
+                                       "name such as `Asia/Shanghai`, or `+08:00`); checked, "
+                                       "but no value depends on it (TIMESTAMP is read and "
+                                       "written in UTC), so setting it gives a warning")
     scan_startup_mode: StartupModeOption = Field(
         StartupMode.INITIAL, alias="scan.startup.mode",
         description="where capture starts on its first start: `initial` (snapshot of the "
