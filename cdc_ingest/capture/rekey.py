@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from cdc_ingest.capture.checkpoint import Checkpoint
@@ -83,23 +83,16 @@ class Rekeying:
         # old key, and all before the change (reaches above)
         kept = [c for c in current.state.chunks if (c[0], c[1]) != (db, table)] if current else []
         cutover = java_partition(f"{db}.{table}".encode(), self._partitions)
+        # where each partition ends before the re-key record: the sink must pass those
+        ends = end_offsets(self._o.kafka, self._o.changelog_topic, list(range(self._partitions)))
         state = SnapshotState([[db, table]], chunks=kept, server=self._catalog.server_identity(),
                               rekey={"db": db, "table": table, "where": where,
-                                     "partition": cutover, "cut": False, "end": None})
-        checkpoint = self._checkpoint
-        ts_ms = checkpoint.position.ts_ms or int(time.time() * 1000)
-        ends = end_offsets(self._o.kafka, self._o.changelog_topic, list(range(self._partitions)))
-        assert state.rekey is not None
-        state.rekey["begin"] = {str(p): end for p, end in ends.items()}
+                                     "partition": cutover, "cut": False, "end": None,
+                                     "begin": {str(p): end for p, end in ends.items()}})
+        ts_ms = self._checkpoint.position.ts_ms or int(time.time() * 1000)
         self._guard.rekeyed(db, table, change.key, change.columns, where, ts_ms)
-        checkpoint.open()
-        value = ddl_value(db, table, f"re-key {db}.{table} under {change.key.describe()}",
-                          ts_ms, where, REKEY)
-        for partition in range(self._partitions):
-            self._producer.send(self._o.changelog_topic, value, None, ts_ms,
-                                partition=partition)
-        checkpoint.position = replace(checkpoint.position, snapshot=state.as_json())
-        checkpoint.commit()
+        self._mark(state, f"re-key {db}.{table} under {change.key.describe()}", REKEY, ts_ms,
+                   range(self._partitions))
         log.warning("the key of %s.%s changed to %s: re-keying it in place "
                     "(pipeline.schema.change.behavior: evolve); the binlog waits meanwhile",
                     db, table, change.key.describe())
@@ -121,20 +114,27 @@ class Rekeying:
                 return None
             rekey["end"] = end_offsets(self._o.kafka, self._o.changelog_topic,
                                        [cutover])[cutover]
-            checkpoint = self._checkpoint
-            ts_ms = int(time.time() * 1000)
-            checkpoint.open()
-            self._producer.send(self._o.changelog_topic,
-                                ddl_value(rekey["db"], rekey["table"], f"re-key {name} done",
-                                          ts_ms, rekey["where"], REKEY_END),
-                                None, ts_ms, partition=cutover)
-            checkpoint.position = replace(checkpoint.position, snapshot=state.as_json())
-            checkpoint.commit()
+            self._mark(state, f"re-key {name} done", REKEY_END, int(time.time() * 1000),
+                       [cutover])
         if not self._sink_past({cutover: int(rekey["end"])}, name, "the table under its new key"):
             return None
         log.info("%s is re-keyed: the sink topics hold it under its new key; reading the "
                  "binlog again from %s", name, rekey["where"])
         return ChunkFilter(state, planner.info)
+
+    def _mark(self, state: SnapshotState, text: str, action: str, ts_ms: int,
+              partitions: Iterable[int]) -> None:
+        """Commit a re-key record in ``partitions`` with ``state`` as the re-key's progress."""
+        rekey = state.rekey
+        assert rekey is not None
+        checkpoint = self._checkpoint
+        checkpoint.open()
+        value = ddl_value(rekey["db"], rekey["table"], text, ts_ms, rekey["where"], action)
+        for partition in partitions:
+            self._producer.send(self._o.changelog_topic, value, None, ts_ms,
+                                partition=partition)
+        checkpoint.position = replace(checkpoint.position, snapshot=state.as_json())
+        checkpoint.commit()
 
     def _sink_past(self, ends: dict[int, int], name: str, what: str) -> bool:
         """Wait until the sink group's committed offset of each partition is past ``ends``

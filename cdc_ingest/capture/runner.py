@@ -80,22 +80,22 @@ class Capture:
         if start.snapshot is not None:
             state = SnapshotState.from_json(start.snapshot)
             same_server(state, self._catalog)
-            planner = snapshotter(o, 0)
             if state.rekey is not None:  # a re-key to finish before the binlog goes on
                 chunk_filter = rekeying.finish(state)
                 if chunk_filter is None:
                     log.info("re-key interrupted; the next start finishes it")
                     self._catalog.close()
                     return
-            elif not state.done:
-                SnapshotPhase(o, self._producer, checkpoint, planner, guard,
-                              self.stopping).run(state)
-                if self._stop or o.startup.mode == "snapshot":
-                    log.info("snapshot %s", "done; stopping (scan.startup.mode: snapshot)"
-                             if state.done else "interrupted")
-                    self._catalog.close()
-                    return
-            if chunk_filter is None:
+            else:
+                planner = snapshotter(o, 0)
+                if not state.done:
+                    SnapshotPhase(o, self._producer, checkpoint, planner, guard,
+                                  self.stopping).run(state)
+                    if self._stop or o.startup.mode == "snapshot":
+                        log.info("snapshot %s", "done; stopping (scan.startup.mode: snapshot)"
+                                 if state.done else "interrupted")
+                        self._catalog.close()
+                        return
                 chunk_filter = ChunkFilter(state, planner.info)
             start = checkpoint.position
         stream = BinlogPhase(

@@ -99,9 +99,7 @@ def follow_partition(config: dict[str, Any], topic: str, partition: int,
                 if error.code() == KafkaError._PARTITION_EOF:
                     continue
                 raise KafkaClientError(f"reading {topic} partition {partition} failed: {error}")
-            yield Message(topic=str(msg.topic()), partition=partition, offset=msg.offset() or 0,
-                          key=msg.key(), value=msg.value(), headers=_headers(msg.headers()),
-                          timestamp_ms=msg.timestamp()[1])
+            yield _message(msg)
     finally:
         consumer.close()
 
@@ -175,15 +173,19 @@ def _drain(consumer: Consumer, topic: str, ends: dict[int, int], timeout_s: floa
         offset = msg.offset() or 0
         if part in pending and offset >= pending[part] - 1:
             pending.pop(part, None)
-        yield Message(
-            topic=str(msg.topic()),
-            partition=part,
-            offset=offset,
-            key=msg.key(),
-            value=msg.value(),
-            headers=_headers(msg.headers()),
-            timestamp_ms=msg.timestamp()[1],
-        )
+        yield _message(msg)
+
+
+def _message(msg: Any) -> Message:
+    return Message(
+        topic=str(msg.topic()),
+        partition=msg.partition() or 0,
+        offset=msg.offset() or 0,
+        key=msg.key(),
+        value=msg.value(),
+        headers=_headers(msg.headers()),
+        timestamp_ms=msg.timestamp()[1],
+    )
 
 
 def _position(consumer: Consumer, topic: str, partition: int) -> int:

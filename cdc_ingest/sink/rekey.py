@@ -21,9 +21,9 @@ import logging
 import time
 from collections.abc import Iterator
 
-from cdc_ingest.kafka.consumer import follow_partition, read_topic
+from cdc_ingest.kafka.consumer import follow_partition
 from cdc_ingest.model.changelog import REKEY_END, DdlRecord, decode_ddl
-from cdc_ingest.sink.resets import RESET_READ_TIMEOUT_S, live_keys
+from cdc_ingest.sink.resets import tombstones
 from cdc_ingest.sink.serde import SinkMessage, SinkSerde
 from cdc_ingest.sink.settings import SinkSettings
 
@@ -46,7 +46,7 @@ class Cutover:
         self._ddl = ddl
         self._ts_ms = ts_ms
         self.last = self._end()  # the rekey-end record's offset
-        self._tombstones = self._old_keys()
+        self._tombstones = tombstones(settings, serde, ddl, ts_ms, 0, None)  # all: old keys
 
     def parts(self) -> Iterator[list[SinkMessage]]:
         """The tombstones, then the rows under the new key, in slices; one transaction."""
@@ -92,14 +92,3 @@ class Cutover:
                 if end.action == REKEY_END and (end.db, end.table) == (ddl.db, ddl.table):
                     return msg.offset
         raise AssertionError("unreachable: follow_partition never ends")
-
-    def _old_keys(self) -> list[SinkMessage]:
-        ddl, settings = self._ddl, self._settings
-        topics, headers, name = self._serde.route(ddl.db, ddl.table)
-        out: list[SinkMessage] = []
-        for topic in topics:
-            messages = read_topic(settings.kafka, topic, RESET_READ_TIMEOUT_S, settled=True)
-            exclusive = not settings.router.rules and topic == name
-            keys = live_keys(messages, ddl, 0, None, exclusive)
-            out.extend((topic, key, None, headers, self._ts_ms, name) for key in keys)
-        return out

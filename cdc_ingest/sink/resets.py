@@ -38,6 +38,17 @@ RESET_READ_TIMEOUT_S = 120.0
 def reset_messages(settings: SinkSettings, serde: SinkSerde, changelog_partitions: int,
                    partition: int, ddl: DdlRecord, ts_ms: int) -> list[SinkMessage]:
     """Tombstones for the keys of ``ddl``'s table that hash to changelog ``partition``."""
+    out = tombstones(settings, serde, ddl, ts_ms, changelog_partitions, partition)
+    topics, _, name = serde.route(ddl.db, ddl.table)
+    log.info("%s of %s at binlog %s: %d key(s) tombstoned in %s (changelog partition %d)",
+             ddl.action.upper(), name, ddl.pos, len(out), ", ".join(topics), partition)
+    return out
+
+
+def tombstones(settings: SinkSettings, serde: SinkSerde, ddl: DdlRecord, ts_ms: int,
+               changelog_partitions: int, partition: int | None) -> list[SinkMessage]:
+    """A tombstone for every live key of ``ddl``'s table in each of its sink topics that
+    hashes to changelog ``partition`` (None: every key), read back once settled."""
     topics, headers, name = serde.route(ddl.db, ddl.table)
     out: list[SinkMessage] = []
     for topic in topics:
@@ -45,8 +56,6 @@ def reset_messages(settings: SinkSettings, serde: SinkSerde, changelog_partition
         exclusive = not settings.router.rules and topic == name
         keys = live_keys(messages, ddl, changelog_partitions, partition, exclusive)
         out.extend((topic, key, None, headers, ts_ms, name) for key in keys)
-    log.info("%s of %s at binlog %s: %d key(s) tombstoned in %s (changelog partition %d)",
-             ddl.action.upper(), name, ddl.pos, len(out), ", ".join(topics), partition)
     return out
 
 

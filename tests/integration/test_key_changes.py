@@ -50,6 +50,17 @@ def _sequences(kafka: Any, db: str, key_fields: list[str]) -> Sequences:
     return out
 
 
+def snapshotted_tables(source: Source, db: str, seed: int) -> Writer:
+    """Tables ``k`` (key ``id``, ``k2`` ready to extend it) and ``c`` with 100 changes; the
+    writer expects each live row once, as the snapshot reads it."""
+    writer = Writer(source, db, seed=seed)
+    writer.execute("CREATE TABLE k (id INT PRIMARY KEY, k2 INT NOT NULL DEFAULT 0, v INT)")
+    writer.execute("CREATE TABLE c (id INT PRIMARY KEY, v INT)")
+    writer.random_changes(100, TABLES)
+    writer.expected = {slot: [v] for slot, v in writer.live.items()}
+    return writer
+
+
 def _config(tmp_path: Path, source: Source, kafka: Any, name: str, db: str,
             tables: str = "", exclude: str | None = None) -> Path:
     more = {"tables.exclude": exclude} if exclude else {}
@@ -66,11 +77,7 @@ def test_a_primary_key_change_stops_capture_with_no_phantom_key_then_the_fix_wor
     source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
 ) -> None:
     db = fresh_source_db
-    writer = Writer(source, db, seed=21)
-    writer.execute("CREATE TABLE k (id INT PRIMARY KEY, k2 INT NOT NULL DEFAULT 0, v INT)")
-    writer.execute("CREATE TABLE c (id INT PRIMARY KEY, v INT)")
-    writer.random_changes(100, TABLES)
-    writer.expected = {slot: [v] for slot, v in writer.live.items()}  # the snapshot
+    writer = snapshotted_tables(source, db, seed=21)
     name = f"pk-{db}"
     config = _config(tmp_path, source, kafka, name, db)
     log = tmp_path / "start.log"

@@ -34,10 +34,9 @@ from tests.integration.pipeline_helpers import (
     wait_for,
     write_pipeline,
 )
-from tests.integration.test_schema_changes import Sequences, Writer
+from tests.integration.test_key_changes import ALTER, TABLES, snapshotted_tables
+from tests.integration.test_schema_changes import Sequences
 
-TABLES = ("k", "c")
-ALTER = "ALTER TABLE k DROP PRIMARY KEY, ADD PRIMARY KEY (id, k2)"
 OLD, NEW = ["id"], ["id", "k2"]
 
 
@@ -84,11 +83,7 @@ def test_a_primary_key_change_re_keys_the_table_in_place_under_writes_and_a_kill
     source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
 ) -> None:
     db = fresh_source_db
-    writer = Writer(source, db, seed=31)
-    writer.execute("CREATE TABLE k (id INT PRIMARY KEY, k2 INT NOT NULL DEFAULT 0, v INT)")
-    writer.execute("CREATE TABLE c (id INT PRIMARY KEY, v INT)")
-    writer.random_changes(100, TABLES)
-    writer.expected = {slot: [v] for slot, v in writer.live.items()}  # the snapshot
+    writer = snapshotted_tables(source, db, seed=31)
     name = f"rekey-{db}"
     config = _config(tmp_path, source, kafka, name, db)
     capture_log, sink_log = tmp_path / "capture.log", tmp_path / "sink.log"
