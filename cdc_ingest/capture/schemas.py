@@ -109,6 +109,11 @@ class SchemaGuard:
                                 "columns": [list(c) for c in columns], "action": "rekey",
                                 "pos": pos, "ts_ms": ts_ms})
 
+    def key_columns(self, db: str, table: str) -> list[str] | None:
+        """The key columns the table's messages carry now (None: none written yet)."""
+        key = KeySchema.from_json((self._known.get((db, table)) or {}).get("key"))
+        return list(key.columns) if key is not None else None
+
     def ddl(self, db: str, table: str, sql: str, action: str, pos: str, ts_ms: int) -> None:
         """A DDL statement on a captured table, read at binlog ``pos``."""
         if self._behavior == "exception" and action != "create":

@@ -247,8 +247,9 @@ class BinlogPhase:
                     "scan.startup.mode: initial), without emptying tables during the snapshot"
                 )
             where = f"{ev.file}:{ev.pos}"
+            key = self._guard.key_columns(db, table) if action in EMPTIES_TABLE else None
             self._guard.ddl(db, table, ev.sql, action, where, ev.ts * 1000)
-            value = ddl_value(db, table, ev.sql, ev.ts * 1000, where, action)
+            value = ddl_value(db, table, ev.sql, ev.ts * 1000, where, action, key)
             self._checkpoint.open()
             # Every partition gets it, in order with the rows around it.
             for partition in range(self._partitions):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
+from cdc_ingest.config.kafka_sink import KafkaSinkDef
 from cdc_ingest.config.pipeline import PipelineOptions, RouteDef
 from cdc_ingest.config.problems import Found, raise_problems
 from cdc_ingest.config.sink import UpsertKafkaSinkDef
@@ -17,7 +18,7 @@ class PipelineDef(ConfigModel):
     """A parsed, validated pipeline: plain data, no I/O. ``repr`` never shows a secret."""
 
     source: MySqlSourceDef
-    sink: UpsertKafkaSinkDef
+    sink: UpsertKafkaSinkDef | KafkaSinkDef
     routes: tuple[RouteDef, ...] = Field((), alias="route")
     pipeline: PipelineOptions = Field(default_factory=lambda: PipelineOptions.model_validate({}))
     # Flink CDC options accepted but without effect here, each with why (config/ignored.py)

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 from cdc_ingest.config.definition import PipelineDef
 from cdc_ingest.config.ignored import take_ignored
 from cdc_ingest.config.interpolate import Interpolator
+from cdc_ingest.config.kafka_sink import KafkaSinkDef
 from cdc_ingest.config.pipeline import PipelineOptions, RouteDef
 from cdc_ingest.config.problems import translate, unknown_option
 from cdc_ingest.config.sink import UpsertKafkaSinkDef
@@ -25,7 +26,8 @@ SECTIONS = ("pipeline", "route", "sink", "source")
 _REQUIRED_HINT = {
     "source": "add a 'source:' section with type: mysql, hostname, username, password, "
     "tables and server-id",
-    "sink": "add a 'sink:' section with type: upsert-kafka and properties.bootstrap.servers",
+    "sink": "add a 'sink:' section with type: upsert-kafka (or kafka) and "
+    "properties.bootstrap.servers",
 }
 
 
@@ -73,7 +75,11 @@ def _build(data: dict[Any, Any], problems: list[ConfigProblem]) -> PipelineDef |
             problems.append(unknown_option(str(key), str(key), SECTIONS, kind="section"))
     warnings: list[str] = []
     source = _section(data, "source", MySqlSourceDef, problems, warnings)
-    sink = _section(data, "sink", UpsertKafkaSinkDef, problems, warnings)
+    sink_raw = data.get("sink")
+    kafka = isinstance(sink_raw, dict) and str(sink_raw.get("type", "")).strip().lower() == "kafka"
+    sink_model: type[UpsertKafkaSinkDef | KafkaSinkDef] = (
+        KafkaSinkDef if kafka else UpsertKafkaSinkDef)
+    sink = _section(data, "sink", sink_model, problems, warnings)
     pipeline = _section(data, "pipeline", PipelineOptions, problems, warnings)
     routes = _routes(data.get("route"), problems)
     if problems or source is None or sink is None or pipeline is None or routes is None:

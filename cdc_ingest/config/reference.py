@@ -18,6 +18,7 @@ from pydantic.fields import FieldInfo
 
 from cdc_ingest.config.durations import format_duration
 from cdc_ingest.config.ignored import IGNORED, NOTED
+from cdc_ingest.config.kafka_sink import KafkaSinkDef
 from cdc_ingest.config.pipeline import PipelineOptions, RouteDef
 from cdc_ingest.config.problems import PASS_THROUGH_PREFIX
 from cdc_ingest.config.sink import UpsertKafkaSinkDef
@@ -60,6 +61,12 @@ _ROUTE_NOTE = """\
 unless `pipeline.route-mode: FIRST_MATCH`; a table no route matches goes to `<db>.<table>`.
 """
 
+_KAFKA_NOTE = """Flink CDC's Kafka pipeline sink: one Debezium or Canal JSON change event per row
+change (docs/output-contract.md, "type: kafka"). The options shared with upsert-kafka mean the
+same; `sink.dead-letter.topic`, `sink.buffer-flush.*` and `value.fields-include` are
+upsert-kafka's only.
+"""
+
 # Defaults that are computed, or whose "unset" has a meaning of its own, in words.
 _DEFAULTS: dict[type[BaseModel], dict[str, str]] = {
     MySqlSourceDef: {
@@ -70,6 +77,13 @@ _DEFAULTS: dict[type[BaseModel], dict[str, str]] = {
     },
     UpsertKafkaSinkDef: {
         "name": "none",
+        "topic.partitions": "broker default",
+        "topic.replication-factor": "broker default",
+        "sink.transactional-id-prefix": "`cdc-ingest.<pipeline name>`",
+    },
+    KafkaSinkDef: {
+        "name": "none",
+        "topic": "none: the table id (`<db>.<table>`, or the route's sink-table)",
         "topic.partitions": "broker default",
         "topic.replication-factor": "broker default",
         "sink.transactional-id-prefix": "`cdc-ingest.<pipeline name>`",
@@ -89,6 +103,7 @@ _DEFAULTS: dict[type[BaseModel], dict[str, str]] = {
 _BLOCKS: tuple[tuple[str, type[BaseModel], str], ...] = (
     ("source (type: mysql)", MySqlSourceDef, _SOURCE_NOTE),
     ("sink (type: upsert-kafka)", UpsertKafkaSinkDef, ""),
+    ("sink (type: kafka)", KafkaSinkDef, _KAFKA_NOTE),
     ("route (list)", RouteDef, _ROUTE_NOTE),
     ("pipeline", PipelineOptions, ""),
 )

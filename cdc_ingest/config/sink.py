@@ -1,10 +1,13 @@
-"""``sink:`` - the Kafka cluster and how rows are written (VVR ``type: upsert-kafka``)."""
+"""``sink:`` - the Kafka cluster and how rows are written: ``type: upsert-kafka`` (VVR's
+upsert-kafka: key = primary key, value = the row, tombstone on delete) or ``type: kafka``
+(Flink CDC's Kafka pipeline sink: one Debezium or Canal JSON change event per row change,
+config/kafka_sink.py)."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, PlainSerializer, PlainValidator, model_validator
 
@@ -45,7 +48,10 @@ def _format(value: Any) -> str:
     text = str(value).strip().lower()
     if text == "json":
         return text
-    fix = "only json is supported: set it to json or remove the option"
+    fix = "upsert-kafka writes json only: set it to json or remove the option"
+    if text in ("debezium-json", "canal-json"):
+        raise problem("is a change-event format, not an upsert one",
+                      "use sink.type: kafka (Flink CDC's sink) for debezium-json or canal-json")
     if text in _OTHER_FORMATS:
         raise problem("names a format cdc-ingest does not write", fix)
     raise problem("is not a known format", fix)
@@ -81,13 +87,27 @@ Properties = Annotated[
 ]
 
 
-class UpsertKafkaSinkDef(ConfigModel):
-    """Where rows go. Every ``properties.<setting>`` is handed to the Kafka client unchanged."""
+def _sink_type(value: Any) -> str:
+    text = str(value).strip().lower()
+    if text in SINK_TYPES:
+        return text
+    raise problem("is not a supported sink type",
+                  "use 'upsert-kafka' (key = primary key, value = the row, tombstone on "
+                  "delete) or 'kafka' (Flink CDC's sink: Debezium or Canal JSON change events)")
+
+
+SINK_TYPES = ("upsert-kafka", "kafka")
+SinkType = Annotated[str, PlainValidator(_sink_type)]
+
+
+class KafkaSinkBase(ConfigModel):
+    """What both sink types share. Every ``properties.<setting>`` is handed to the Kafka
+    client unchanged."""
 
     accepts_properties: ClassVar[bool] = True  # for the "supported options" list in error messages
+    # upsert topics (compacted; verify reads the latest value per key) or change events
+    upsert: ClassVar[bool] = True
 
-    type: Literal["upsert-kafka"] = Field(description="the sink kind; only upsert-kafka",
-                                         examples=["upsert-kafka"])
     name: str | None = Field(None, description="a display name for logs")
     properties: Properties = Field(
         MaskedDict(), description="passed to the Kafka clients with the prefix removed; "
@@ -104,30 +124,14 @@ class UpsertKafkaSinkDef(ConfigModel):
     sink_add_table_id_to_header_enabled: bool = Field(
         False, alias="sink.add-tableId-to-header-enabled",
         description="add `namespace`/`schemaName`/`tableName` headers to each record")
-    sink_buffer_flush_max_rows: int = Field(
-        0, alias="sink.buffer-flush.max-rows", ge=0,
-        description="with sink.buffer-flush.interval: keep only the last record per key "
-        "within a flush of up to this many rows; 0 disables (both or neither)")
-    sink_buffer_flush_interval: Duration = Field(
-        timedelta(0), alias="sink.buffer-flush.interval",
-        description="with sink.buffer-flush.max-rows: flush the buffer at least this often; "
-        "0 disables (both or neither)")
-    value_fields_include: FieldsInclude = Field(
-        ValueFieldsInclude.ALL, alias="value.fields-include",
-        description="`ALL` (the value holds every column) or `EXCEPT_KEY` (the key columns "
-        "only in the key)")
-    key_format: KafkaFormat = Field("json", alias="key.format",
-                                    description="format of the record keys; only json")
-    value_format: KafkaFormat = Field("json", alias="value.format",
-                                      description="format of the record values; only json")
-    # Our own options: used when cdc-ingest creates a missing sink topic; unset means the
-    # broker's defaults (num.partitions, default.replication.factor).
     sink_dead_letter_topic: str | None = Field(
         None, alias="sink.dead-letter.topic",
         description="opt-in: a row whose message is larger than its sink topic's "
         "max.message.bytes goes here whole (headers dead-letter.topic, .table, .reason) and "
         "its key is tombstoned in the sink topic; unset, the sink stops at such a row, "
         "naming it")
+    # Our own options: used when cdc-ingest creates a missing sink topic; unset means the
+    # broker's defaults (num.partitions, default.replication.factor).
     topic_partitions: int | None = Field(
         None, alias="topic.partitions", ge=1,
         description="partitions of the sink topics cdc-ingest creates")
@@ -154,16 +158,68 @@ class UpsertKafkaSinkDef(ConfigModel):
         return {**rest, "properties": {**given, **flat}}
 
     @property
+    def except_key(self) -> bool:
+        """``value.fields-include: EXCEPT_KEY`` (upsert-kafka only)."""
+        return False
+
+    @property
+    def buffer_flush_enabled(self) -> bool:
+        return False
+
+    @property
+    def buffer_flush_max_rows(self) -> int:
+        return 0
+
+    @property
+    def buffer_flush_seconds(self) -> float:
+        return 0.0
+
+
+class UpsertKafkaSinkDef(KafkaSinkBase):
+    """Upsert topics: key = primary key, value = the row, tombstone on delete."""
+
+    type: SinkType = Field(description="`upsert-kafka` (this block) or `kafka` (Flink CDC's "
+                           "change-event sink, next block)", examples=["upsert-kafka"])
+    sink_buffer_flush_max_rows: int = Field(
+        0, alias="sink.buffer-flush.max-rows", ge=0,
+        description="with sink.buffer-flush.interval: keep only the last record per key "
+        "within a flush of up to this many rows; 0 disables (both or neither)")
+    sink_buffer_flush_interval: Duration = Field(
+        timedelta(0), alias="sink.buffer-flush.interval",
+        description="with sink.buffer-flush.max-rows: flush the buffer at least this often; "
+        "0 disables (both or neither)")
+    value_fields_include: FieldsInclude = Field(
+        ValueFieldsInclude.ALL, alias="value.fields-include",
+        description="`ALL` (the value holds every column) or `EXCEPT_KEY` (the key columns "
+        "only in the key)")
+    key_format: KafkaFormat = Field("json", alias="key.format",
+                                    description="format of the record keys; only json")
+    value_format: KafkaFormat = Field("json", alias="value.format",
+                                      description="format of the record values; only json")
+
+    @property
+    def except_key(self) -> bool:
+        return self.value_fields_include is ValueFieldsInclude.EXCEPT_KEY
+
+    @property
     def buffer_flush_enabled(self) -> bool:
         return self.sink_buffer_flush_max_rows > 0 and self.sink_buffer_flush_interval > _ZERO
 
+    @property
+    def buffer_flush_max_rows(self) -> int:
+        return self.sink_buffer_flush_max_rows
+
+    @property
+    def buffer_flush_seconds(self) -> float:
+        return self.sink_buffer_flush_interval.total_seconds()
+
     @model_validator(mode="after")
     def _consistent(self) -> UpsertKafkaSinkDef:
-        raise_problems("sink", _property_problems(self) + _buffer_problems(self))
+        raise_problems("sink", property_problems(self) + _buffer_problems(self))
         return self
 
 
-def _property_problems(sink: UpsertKafkaSinkDef) -> Found:
+def property_problems(sink: KafkaSinkBase) -> Found:
     found: Found = []
     props = sink.properties
     if not props.get("bootstrap.servers", "").strip():

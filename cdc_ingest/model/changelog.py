@@ -81,12 +81,17 @@ def snapshot_value(db: str, table: str, pk: dict[str, Any], row: dict[str, Any],
     return row_value(Op.INSERT, db, table, pk, None, row, ts_ms, SNAPSHOT_POS)
 
 
-def ddl_value(db: str, table: str, sql: str, ts_ms: int, pos: str, action: str) -> bytes:
+def ddl_value(db: str, table: str, sql: str, ts_ms: int, pos: str, action: str,
+              key: list[str] | None = None) -> bytes:
     """A DDL record's value (it has no key; it goes to every partition). ``action`` is what
-    the statement does to the table (``capture.ddl.action_of``)."""
-    return orjson.dumps({"v": CHANGELOG_VERSION, "op": Op.DDL.value, "db": db, "table": table,
-                         "pk": None, "before": None, "after": None, "ts_ms": ts_ms,
-                         "pos": pos, "ddl": sql, "action": action})
+    the statement does to the table (``capture.ddl.action_of``); ``key``, the table's key
+    columns before the statement, is written for a statement that empties the table."""
+    value = {"v": CHANGELOG_VERSION, "op": Op.DDL.value, "db": db, "table": table,
+             "pk": None, "before": None, "after": None, "ts_ms": ts_ms,
+             "pos": pos, "ddl": sql, "action": action}
+    if key is not None:
+        value["key"] = key
+    return orjson.dumps(value)
 
 
 # -- reading -------------------------------------------------------------------------------
@@ -138,6 +143,7 @@ class DdlRecord(msgspec.Struct):
     ddl: str
     pos: str
     action: str = "other"
+    key: list[str] | None = None  # the key columns, on a record that empties the table
 
 
 decode_record = msgspec.json.Decoder(RawRecord).decode

@@ -30,7 +30,7 @@ class _Alternative:
     table: re.Pattern[str]
 
 
-def _split_unescaped(text: str, sep: str, option: str) -> list[str]:
+def split_unescaped(text: str, sep: str, option: str) -> list[str]:
     """Split on ``sep`` where not escaped; ``\\<sep>`` becomes the bare character."""
     parts: list[str] = []
     current: list[str] = []
@@ -53,7 +53,7 @@ def _split_unescaped(text: str, sep: str, option: str) -> list[str]:
 
 def _split_alternatives(text: str, option: str) -> list[str]:
     # Empty alternatives ("a.b,") are skipped, as Flink CDC does.
-    return [alt.strip() for alt in _split_unescaped(text, ",", option) if alt.strip()]
+    return [alt.strip() for alt in split_unescaped(text, ",", option) if alt.strip()]
 
 
 def _problem(option: str, message: str, fix: str) -> ConfigError:
@@ -71,7 +71,7 @@ def _compile(pattern: str, option: str, alternative: str) -> re.Pattern[str]:
 
 def _parse_alternative(text: str, option: str) -> tuple[_Alternative, str]:
     """Return the compiled alternative and its ``(?:db)\\.(?:table)`` regex source."""
-    parts = [part.strip() for part in _split_unescaped(text, ".", option)]
+    parts = [part.strip() for part in split_unescaped(text, ".", option)]
     if len(parts) != 2 or not all(parts):
         raise _problem(
             option, f"'{text}' is not of the form <database>.<table>", _SYNTAX_HINT

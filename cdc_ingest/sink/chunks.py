@@ -19,7 +19,7 @@ from cdc_ingest.errors import SinkError
 from cdc_ingest.model.changelog import EMPTIES_TABLE, REKEY_CUT, DdlRecord
 from cdc_ingest.sink.changelog import Columns
 from cdc_ingest.sink.rekey import Cutover
-from cdc_ingest.sink.serde import SinkMessage, SinkSerde
+from cdc_ingest.sink.serde import Serde, SinkMessage
 from cdc_ingest.sink.settings import SinkSettings
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ Chunk = tuple[list[SinkMessage] | Cutover, int]
 
 
 def chunks(
-    settings: SinkSettings, serde: SinkSerde, counters: Counters,
+    settings: SinkSettings, serde: Serde, counters: Counters,
     batches: Iterator[tuple[int, Columns]], start: int, reset: Reset,
 ) -> Iterator[Chunk]:  # fmt: skip
     """Records at or after ``start`` as (messages, last offset) chunks bounded in rows and

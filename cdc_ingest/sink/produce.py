@@ -20,14 +20,15 @@ from cdc_ingest.sink.topics import SinkTopics
 
 log = logging.getLogger(__name__)
 
-Send = Callable[[str, bytes | None, bytes | None, int, Headers | None], None]
+Send = Callable[[str, bytes | None, bytes | None, int, Headers | None, int], None]
 # A record batch's own bytes around one message (header 61, record framing, margin).
 OVERHEAD = 512
 
 
 def produce(send: Send, topics: SinkTopics, dead_letter: str | None,
-            messages: list[SinkMessage], per_table: dict[str, int]) -> int:
-    """Send ``messages`` (their topics exist); returns their bytes, counts them per table."""
+            messages: list[SinkMessage], per_table: dict[str, int], partition: int = -1) -> int:
+    """Send ``messages`` (their topics exist) to ``partition`` (-1: by key); returns their
+    bytes, counts them per table."""
     for topic in dict.fromkeys(msg[0] for msg in messages):
         topics.ensure(topic)
     size = 0
@@ -42,7 +43,7 @@ def produce(send: Send, topics: SinkTopics, dead_letter: str | None,
                 topics.ensure_dead_letter(dead_letter)
                 _divert(send, dead_letter, topic, key, value, headers, ts, table, limit)
                 continue
-        send(topic, value, key, ts, headers)
+        send(topic, value, key, ts, headers, partition)
     return size
 
 
@@ -52,8 +53,8 @@ def _divert(send: Send, dead_letter: str, topic: str, key: bytes, value: bytes,
               f"({limit})")
     send(dead_letter, value, key, ts, [
         *(headers or ()), ("dead-letter.topic", topic.encode()),
-        ("dead-letter.table", table.encode()), ("dead-letter.reason", reason.encode())])
-    send(topic, None, key, ts, headers)  # no older value of the row stays live
+        ("dead-letter.table", table.encode()), ("dead-letter.reason", reason.encode())], -1)
+    send(topic, None, key, ts, headers, -1)  # no older value of the row stays live
     log.error("a row of %s (key %s) went to dead-letter topic %s instead of %s: %s; its key "
               "is tombstoned there. Fix: raise the topic's max.message.bytes, then re-send "
               "the row (update it in MySQL)", table, key[:200].decode(errors="replace"),

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from cdc_ingest.kafka.consumer import follow_partition
 from cdc_ingest.model.changelog import REKEY_END, DdlRecord, decode_ddl
 from cdc_ingest.sink.resets import tombstones
-from cdc_ingest.sink.serde import SinkMessage, SinkSerde
+from cdc_ingest.sink.serde import Serde, SinkMessage
 from cdc_ingest.sink.settings import SinkSettings
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ class Cutover:
     """The cutover of a re-keyed table; construct it once the chunk before is committed
     (it waits for the end record, then reads the table's old keys back)."""
 
-    def __init__(self, settings: SinkSettings, serde: SinkSerde, partition: int, cut: int,
+    def __init__(self, settings: SinkSettings, serde: Serde, partition: int, cut: int,
                  ddl: DdlRecord, ts_ms: int) -> None:
         self._settings = settings
         self._serde = serde

@@ -1,5 +1,6 @@
 """A table emptied at the source (TRUNCATE, DROP TABLE, CREATE OR REPLACE): tombstones for
-every key of it that its sink topics still hold.
+every key of it that its sink topics still hold (with ``sink.type: kafka``, a delete event
+for every row whose last event is not one, sink/events.py).
 
 Capture writes the DDL record into every changelog partition, in binlog order with the rows
 around it. The task of changelog partition ``p`` is the only writer of the keys that hash to
@@ -25,7 +26,9 @@ from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka.consumer import Message, read_topic
 from cdc_ingest.kafka.partition import java_partition
 from cdc_ingest.model.changelog import DdlRecord
-from cdc_ingest.sink.serde import SinkMessage, SinkSerde
+from cdc_ingest.sink.event_resets import deletes
+from cdc_ingest.sink.events import EventSerde
+from cdc_ingest.sink.serde import Serde, SinkMessage
 from cdc_ingest.sink.settings import SinkSettings
 
 log = logging.getLogger(__name__)
@@ -35,7 +38,7 @@ log = logging.getLogger(__name__)
 RESET_READ_TIMEOUT_S = 120.0
 
 
-def reset_messages(settings: SinkSettings, serde: SinkSerde, changelog_partitions: int,
+def reset_messages(settings: SinkSettings, serde: Serde, changelog_partitions: int,
                    partition: int, ddl: DdlRecord, ts_ms: int) -> list[SinkMessage]:
     """Tombstones for the keys of ``ddl``'s table that hash to changelog ``partition``."""
     out = tombstones(settings, serde, ddl, ts_ms, changelog_partitions, partition)
@@ -45,7 +48,7 @@ def reset_messages(settings: SinkSettings, serde: SinkSerde, changelog_partition
     return out
 
 
-def tombstones(settings: SinkSettings, serde: SinkSerde, ddl: DdlRecord, ts_ms: int,
+def tombstones(settings: SinkSettings, serde: Serde, ddl: DdlRecord, ts_ms: int,
                changelog_partitions: int, partition: int | None) -> list[SinkMessage]:
     """A tombstone for every live key of ``ddl``'s table in each of its sink topics that
     hashes to changelog ``partition`` (None: every key), read back once settled."""
@@ -53,6 +56,10 @@ def tombstones(settings: SinkSettings, serde: SinkSerde, ddl: DdlRecord, ts_ms: 
     out: list[SinkMessage] = []
     for topic in topics:
         messages = read_topic(settings.kafka, topic, RESET_READ_TIMEOUT_S, settled=True)
+        if isinstance(serde, EventSerde):  # change events: a delete event per live row
+            out.extend(deletes(serde, topic, messages, ddl, ts_ms, changelog_partitions,
+                               partition))
+            continue
         exclusive = not settings.router.rules and topic == name
         keys = live_keys(messages, ddl, changelog_partitions, partition, exclusive)
         out.extend((topic, key, None, headers, ts_ms, name) for key in keys)

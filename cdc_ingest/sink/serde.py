@@ -18,6 +18,7 @@ again would give, only without doing either.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 import msgspec
 import orjson
@@ -131,6 +132,17 @@ class SinkSerde:
         out: list[SinkMessage] = []
         self.add(out, key, value)
         return out
+
+
+class Serde(Protocol):
+    """What the writer, resets and re-keys need of a serde: :class:`SinkSerde` (upserts) or
+    :class:`~cdc_ingest.sink.events.EventSerde` (change events)."""
+
+    ddl: DdlRecord | None
+
+    def route(self, db: str, table: str) -> tuple[tuple[str, ...], Headers | None, str]: ...
+    def add(self, out: list[SinkMessage], key: bytes | None, value: bytes) -> int: ...
+    def messages(self, key: bytes | None, value: bytes) -> list[SinkMessage]: ...
 
 
 def last_per_key(messages: list[SinkMessage]) -> list[SinkMessage]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from cdc_ingest.kafka import client_config
 from cdc_ingest.model.names import sink_transactional_id
 from cdc_ingest.routing.routes import Router
+from cdc_ingest.sink.events import EventOptions
 
 if TYPE_CHECKING:
     from cdc_ingest.config import PipelineDef
@@ -39,12 +40,28 @@ class SinkSettings:
     # creates: the changelog topic's (cdc_ingest.kafka.limits)
     max_message_bytes: int = 1 << 20
     dead_letter_topic: str | None = None  # sink.dead-letter.topic (cdc_ingest.sink.produce)
+    # sink.type: kafka (Flink CDC's change events, cdc_ingest.sink.events); None: upsert-kafka
+    events: EventOptions | None = None
 
     def producer_config(self) -> dict[str, Any]:
         return {"message.max.bytes": self.max_message_bytes, **self.kafka}
 
     def transactional_id(self, partition: int) -> str:
         return sink_transactional_id(self.transactional_id_prefix, partition)
+
+
+def event_options(defn: PipelineDef) -> EventOptions | None:
+    """The ``type: kafka`` options, or None for ``upsert-kafka``."""
+    from cdc_ingest.config.kafka_sink import KafkaSinkDef  # noqa: PLC0415 - the driver's
+
+    sink = defn.sink
+    if not isinstance(sink, KafkaSinkDef):
+        return None
+    return EventOptions(
+        value_format=str(sink.value_format.value), key_format=str(sink.key_format.value),
+        topic=sink.topic or None, mapping=tuple(sink.sink_table_id_to_topic_mapping.items()),
+        all_to_zero=str(sink.partition_strategy.value) == "all-to-zero",
+        custom_headers=tuple(sink.sink_custom_header.items()))
 
 
 def sink_settings(defn: PipelineDef) -> SinkSettings:
@@ -56,13 +73,14 @@ def sink_settings(defn: PipelineDef) -> SinkSettings:
         transactional_id_prefix=defn.transactional_id_prefix,
         guarantee=str(sink.sink_delivery_guarantee.value),
         router=defn.router(),
-        except_key=str(sink.value_fields_include.value) == "EXCEPT_KEY",
+        except_key=sink.except_key,
         with_headers=sink.sink_add_table_id_to_header_enabled,
-        buffer_max_rows=sink.sink_buffer_flush_max_rows,
-        buffer_interval_s=sink.sink_buffer_flush_interval.total_seconds(),
+        buffer_max_rows=sink.buffer_flush_max_rows,
+        buffer_interval_s=sink.buffer_flush_seconds,
         topic_partitions=sink.topic_partitions,
         topic_replication=sink.topic_replication_factor,
         dead_letter_topic=sink.sink_dead_letter_topic,
+        events=event_options(defn),
     )
 
 

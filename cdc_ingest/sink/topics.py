@@ -1,4 +1,7 @@
-"""Sink topics: created compacted when missing; a non-compacted one draws a warning."""
+"""Sink topics: created compacted when missing; a non-compacted one draws a warning.
+
+Change-event topics (``sink.type: kafka``) are created with the broker's cleanup policy, as
+Flink CDC's topics are: each message is one change, not the latest state of a key."""
 
 from __future__ import annotations
 
@@ -15,8 +18,9 @@ class SinkTopics:
 
     def __init__(
         self, kafka: dict[str, Any], partitions: int | None, replication: int | None,
-        max_message_bytes: int,
+        max_message_bytes: int, compact: bool = True,
     ) -> None:
+        self._compact = compact
         self._kafka = kafka
         self._partitions = partitions
         self._replication = replication
@@ -30,7 +34,9 @@ class SinkTopics:
             return
         if self._admin is None:
             self._admin = TopicAdmin(self._kafka)
-        config = {"cleanup.policy": "compact", "max.message.bytes": str(self._max_message_bytes)}
+        config = {"max.message.bytes": str(self._max_message_bytes)}
+        if self._compact:
+            config["cleanup.policy"] = "compact"
         compression = self._kafka.get("compression.type")
         if compression:
             config["compression.type"] = str(compression)
@@ -44,7 +50,7 @@ class SinkTopics:
             self._limits[topic] = int(settings.get("max.message.bytes")
                                       or self._max_message_bytes)
             policy = settings.get("cleanup.policy", "")
-            if "compact" not in policy:
+            if self._compact and "compact" not in policy:
                 log.warning(
                     "sink topic %s has cleanup.policy=%s, so Kafka deletes old keys by time "
                     "instead of keeping the latest value per key. Fix: kafka-configs.sh "

@@ -25,10 +25,11 @@ from cdc_ingest.kafka.offsets import GroupOffsets, offset_list
 from cdc_ingest.model.changelog import REKEY_CUT, DdlRecord
 from cdc_ingest.sink.changelog import ChangelogBatches, Columns, row_columns
 from cdc_ingest.sink.chunks import Counters, Reset, chunks
+from cdc_ingest.sink.events import EventSerde
 from cdc_ingest.sink.produce import produce, raise_named
 from cdc_ingest.sink.rekey import Cutover
 from cdc_ingest.sink.resets import reset_messages
-from cdc_ingest.sink.serde import SinkMessage, SinkSerde, last_per_key
+from cdc_ingest.sink.serde import Serde, SinkMessage, SinkSerde, last_per_key
 from cdc_ingest.sink.settings import SinkSettings
 from cdc_ingest.sink.topics import SinkTopics
 
@@ -65,7 +66,7 @@ def _sink_topics(settings: SinkSettings) -> SinkTopics:
     if topics is None:
         topics = _topics[settings.group_id] = SinkTopics(
             settings.kafka, settings.topic_partitions, settings.topic_replication,
-            settings.max_message_bytes)
+            settings.max_message_bytes, compact=settings.events is None)
     return topics
 
 
@@ -101,11 +102,18 @@ def _plain(settings: SinkSettings) -> PlainProducer:
     return producer
 
 
+def make_serde(settings: SinkSettings) -> Serde:
+    """Upsert messages, or (``sink.type: kafka``) change events."""
+    if settings.events is not None:
+        return EventSerde(settings.router, settings.events, settings.with_headers)
+    return SinkSerde(settings.router.sink_topics, settings.except_key, settings.with_headers)
+
+
 def _serde(settings: SinkSettings, group: GroupOffsets,
-           partition: int) -> tuple[SinkSerde, Reset]:
+           partition: int) -> tuple[Serde, Reset]:
     """The task's serde, and what it does at a DDL record that empties a table or cuts
     over a re-keyed one."""
-    serde = SinkSerde(settings.router.sink_topics, settings.except_key, settings.with_headers)
+    serde = make_serde(settings)
 
     def reset(ddl: DdlRecord, ts_ms: int, offset: int) -> list[SinkMessage] | Cutover:
         if ddl.action == REKEY_CUT:
@@ -157,8 +165,10 @@ def _produce(producer: TransactionalProducer | PlainProducer, settings: SinkSett
         return last
     if settings.buffer_max_rows:
         out = last_per_key(out)
+    partition = settings.events.partition if settings.events is not None else -1
     counters.bytes_out += produce(producer.send, _sink_topics(settings),
-                                  settings.dead_letter_topic, out, counters.per_table)
+                                  settings.dead_letter_topic, out, counters.per_table,
+                                  partition)
     counters.rows_out += len(out)
     return last
 

@@ -9,10 +9,12 @@ from cdc_ingest.config import PipelineDef
 from cdc_ingest.errors import CdcIngestError, SourceError
 from cdc_ingest.kafka import client_config
 from cdc_ingest.mysql import connection_settings
+from cdc_ingest.sink.events import EventSerde
+from cdc_ingest.sink.settings import event_options
 from cdc_ingest.verify.diff import TopicCheck, TopicResult
 from cdc_ingest.verify.mysql import MySqlSide, RowConverter, TableShape
 from cdc_ingest.verify.report import summary_line, topic_lines
-from cdc_ingest.verify.topics import latest_values
+from cdc_ingest.verify.topics import canonical_key, latest_events, latest_values
 
 log = logging.getLogger(__name__)
 
@@ -26,11 +28,33 @@ class VerifyMismatch(CdcIngestError):
 def topics_of(defn: PipelineDef, tables: list[tuple[str, str]]) -> dict[str, list[str]]:
     """Sink topic -> the captured tables (``db.table``) routed to it, in table order."""
     router = defn.router()
+    events = event_serde(defn)
     topics: dict[str, list[str]] = {}
     for db, table in tables:
-        for topic in router.sink_topics(db, table):
+        names = (router.sink_topics(db, table) if events is None
+                 else events.route(db, table)[0])
+        for topic in names:
             topics.setdefault(topic, []).append(f"{db}.{table}")
     return topics
+
+
+def event_serde(defn: PipelineDef) -> EventSerde | None:
+    """``sink.type: kafka``: what spells the change events' keys; None for upsert-kafka."""
+    options = event_options(defn)
+    if options is None:
+        return None
+    return EventSerde(defn.router(), options, False)
+
+
+def _expected_key(events: EventSerde | None, name: str, topic: str, key: bytes) -> bytes:
+    """The message key of a MySQL row whose canonical key JSON is ``key``."""
+    if events is None:
+        return key
+    db, _, table = name.partition(".")
+    for target in events.targets(db, table):
+        if target.topic == topic:
+            return canonical_key(events.key(target, key))
+    return key
 
 
 def _check_topic(
@@ -38,8 +62,9 @@ def _check_topic(
     tables: list[str], max_diffs: int,
 ) -> TopicResult:
     kafka = client_config(defn.sink.properties)
-    except_key = str(defn.sink.value_fields_include.value) == "EXCEPT_KEY"
-    check = TopicCheck(topic, tuple(tables), latest_values(kafka, topic), except_key, max_diffs)
+    events = event_serde(defn)
+    latest = latest_values(kafka, topic) if events is None else latest_events(kafka, topic)
+    check = TopicCheck(topic, tuple(tables), latest, defn.sink.except_key, max_diffs)
     boolean = defn.source.treat_tinyint1_as_boolean_enabled
     # One read view for all shards of a topic, so their union is one moment of MySQL.
     with mysql.snapshot():
@@ -56,7 +81,7 @@ def _check_topic(
             check.columns_added(name, mysql.added_values(shape, boolean))
             for values in mysql.rows(shape):
                 key, row = convert(values)
-                check.row(name, key, shape.key, row)
+                check.row(name, _expected_key(events, name, topic, key), shape.key, row)
     return check.finish()
 
 

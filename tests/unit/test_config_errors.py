@@ -123,11 +123,11 @@ def test_missing_bootstrap_servers() -> None:
     ("source", "tables", "shop", "'shop' is not of the form <database>.<table>"),
     ("source", "tables.key-columns", {"shop.a": ""}, "entry 'shop.a' names no column"),
     ("source", "tables.key-columns", "id", "must be a mapping of table to key columns"),
-    ("sink", "type", "kafka", "is not a supported value"),
+    ("sink", "type", "kafka-upsert", "is not a supported sink type"),
     ("sink", "sink.delivery-guarantee", "twice", "is not a supported value"),
     ("sink", "value.fields-include", "SOME", "is not a supported value"),
     ("sink", "key.format", "avro", "names a format cdc-ingest does not write"),
-    ("sink", "value.format", "debezium-json", "names a format cdc-ingest does not write"),
+    ("sink", "value.format", "debezium-json", "is a change-event format, not an upsert one"),
     ("sink", "value.format", "xml", "is not a known format"),
     ("sink", "topic.partitions", 0, "must be at least 1"),
     ("sink", "sink.transactional-id-prefix", "a b", "is not a valid name"),
@@ -151,7 +151,7 @@ def test_enum_fix_suggests_and_lists_values() -> None:
 
 def test_format_fix_says_only_json() -> None:
     problem = only(minimal(sink={"key.format": "avro"}), "sink.key.format")
-    assert "only json is supported" in problem.fix
+    assert "upsert-kafka writes json only" in problem.fix
 
 
 def test_a_pipeline_name_is_free_text_and_its_id_a_safe_spelling_of_it() -> None:
@@ -379,3 +379,17 @@ def test_flink_options_without_effect_here_are_accepted_each_with_why() -> None:
     # options whose effect matters are still refused until built
     assert "source.jdbc.properties.useSSL" in problems_of(
         minimal(source={"jdbc.properties.useSSL": True}))
+
+
+def test_kafka_sink_problems_come_all_at_once() -> None:
+    found = problems_of(minimal(sink={
+        "type": "kafka", "value.format": "avro", "partition.strategy": "round-robin",
+        "sink.tableId-to-topic.mapping": "shop.a:t1;shop.b",
+        "debezium-json.include-schema.enabled": True, "sink.dead-letter.topic": "dlq",
+        "debezium-json.timestamp-format.standard": "ISO-8601"}))
+    assert set(found) == {
+        "sink.value.format", "sink.partition.strategy", "sink.sink.tableId-to-topic.mapping",
+        "sink.debezium-json.include-schema.enabled", "sink.sink.dead-letter.topic",
+        "sink.debezium-json.timestamp-format.standard"}
+    assert "debezium-json, canal-json" in found["sink.value.format"].fix
+    assert "'shop.b'" in found["sink.sink.tableId-to-topic.mapping"].message

@@ -1,0 +1,175 @@
+"""``sink: type: kafka`` - Flink CDC's Kafka pipeline sink: one change event per row change.
+
+The options and their defaults are Flink CDC's (``KafkaDataSinkOptions``); what the records
+look like is in docs/output-contract.md ("type: kafka") and cdc_ingest/sink/events.py.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import Field, PlainValidator, model_validator
+
+from cdc_ingest.config.problems import problem, raise_problems
+from cdc_ingest.config.sink import KafkaSinkBase, SinkType, property_problems
+from cdc_ingest.config.types import FrozenDict, choice
+
+
+class ValueFormat(StrEnum):
+    DEBEZIUM_JSON = "debezium-json"
+    CANAL_JSON = "canal-json"
+
+
+class KeyFormat(StrEnum):
+    JSON = "json"
+    CSV = "csv"
+
+
+class PartitionStrategy(StrEnum):
+    ALL_TO_ZERO = "all-to-zero"
+    HASH_BY_KEY = "hash-by-key"
+
+
+def _pairs(value: Any, entry_sep: str, pair_sep: str, example: str) -> FrozenDict[str, str]:
+    """``a:b;c:d`` (or ``a:b,c:d``) as a mapping; a YAML mapping is taken as it is."""
+    if isinstance(value, dict):
+        return FrozenDict({str(k).strip(): str(v).strip() for k, v in value.items()})
+    if not isinstance(value, str):
+        raise problem("must be text", f"write it as {example}")
+    found: dict[str, str] = {}
+    for entry in value.split(entry_sep):
+        if not entry.strip():
+            continue
+        name, sep, target = entry.partition(pair_sep)
+        if not sep or not name.strip() or not target.strip():
+            raise problem(f"has an entry '{entry.strip()}' that is not name{pair_sep}value",
+                          f"write it as {example}")
+        found[name.strip()] = target.strip()
+    return FrozenDict(found)
+
+
+def _topic_mapping(value: Any) -> FrozenDict[str, str]:
+    mapping = _pairs(value, ";", ":", "'db.table1:topic1;db.table2:topic2'")
+    for table in mapping:
+        if table.count(".") != 1:
+            raise problem(f"names '{table}', which is not db.table",
+                          "name each table as db.table: 'shop.orders:orders_topic'")
+    return mapping
+
+
+def _headers(value: Any) -> FrozenDict[str, str]:
+    # Flink CDC's code splits pairs on ';', its docs on ',': both are taken
+    separator = ";" if isinstance(value, str) and ";" in value else ","
+    return _pairs(value, separator, ":", "'key1:value1;key2:value2'")
+
+
+def _sql_only(value: Any) -> str:
+    if str(value).strip().upper() != "SQL":
+        raise problem(f"'{value}' is not supported",
+                      "remove it: timestamps are written in the SQL form (2024-01-31 12:34:56.123)")
+    return "SQL"
+
+
+def _false_only(value: Any) -> bool:
+    if str(value).strip().lower() not in ("false", "0"):
+        raise problem("true is not supported", "remove it: null columns are always written")
+    return False
+
+
+def _no_schema(value: Any) -> bool:
+    if str(value).strip().lower() not in ("false", "0"):
+        raise problem("true is not supported yet",
+                      "remove it: events are written without the schema block")
+    return False
+
+
+def _no_dead_letter(value: Any) -> None:
+    raise problem("is for upsert-kafka only",
+                  "remove it: a change event cannot be replaced by a tombstone, so the sink "
+                  "stops at a row too large for its topic, naming it")
+
+
+NoSchema = Annotated[bool, PlainValidator(_no_schema)]
+NoDeadLetter = Annotated[str | None, PlainValidator(_no_dead_letter)]
+SqlOnly = Annotated[str, PlainValidator(_sql_only)]
+FalseOnly = Annotated[bool, PlainValidator(_false_only)]
+
+
+def _timestamps(fmt: str) -> Any:
+    return Field("SQL", alias=f"{fmt}.timestamp-format.standard",
+                 description="`SQL` only: timestamps as `2024-01-31 12:34:56.123`")
+
+
+def _nulls(fmt: str) -> Any:
+    return Field(False, alias=f"{fmt}.encode.ignore-null-fields",
+                 description="`false` only: null columns are written")
+
+
+TopicMapping = Annotated[FrozenDict[str, str], PlainValidator(_topic_mapping)]
+CustomHeaders = Annotated[FrozenDict[str, str], PlainValidator(_headers)]
+
+
+class KafkaSinkDef(KafkaSinkBase):
+    """Change events (Flink CDC's ``type: kafka``): each row change is one message, an
+    insert, an update (before and after) or a delete."""
+
+    upsert = False
+
+    type: SinkType = Field(description="`kafka`", examples=["kafka"])
+    value_format: Annotated[ValueFormat, choice(ValueFormat)] = Field(
+        ValueFormat.DEBEZIUM_JSON, alias="value.format",
+        description="`debezium-json` (`before`, `after`, `op`, `source`) or `canal-json` "
+        "(`data`, `old`, `type`, `database`, `table`, `pkNames`, ...)")
+    key_format: Annotated[KeyFormat, choice(KeyFormat)] = Field(
+        KeyFormat.JSON, alias="key.format",
+        description="the message key, the table id then the primary key: `json` "
+        "(`{\"TableId\":\"shop.orders\",\"id\":1}`) or `csv` (`shop.orders,1`)")
+    topic: str | None = Field(
+        None, description="one topic for every table; unset: the table's route, else "
+        "`<db>.<table>`")
+    partition_strategy: Annotated[PartitionStrategy, choice(PartitionStrategy)] = Field(
+        PartitionStrategy.ALL_TO_ZERO, alias="partition.strategy",
+        description="`all-to-zero` (every message to partition 0) or `hash-by-key` "
+        "(partition by the message key, as Kafka's Java producer picks)")
+    sink_table_id_to_topic_mapping: TopicMapping = Field(
+        FrozenDict(), alias="sink.tableId-to-topic.mapping",
+        description="`<selector>:<topic>;...` (`app_db.orders:orders;app_db.\\.*:rest`): "
+        "the first rule whose selector matches a table id (case-insensitive) names its topic; "
+        "`topic` wins over it")
+    sink_custom_header: CustomHeaders = Field(
+        FrozenDict(), alias="sink.custom-header",
+        description="`key1:value1;key2:value2` (or with `,` between pairs): headers added to "
+        "every message, after the table id headers")
+    debezium_json_include_schema_enabled: NoSchema = Field(
+        False, alias="debezium-json.include-schema.enabled",
+        description="`false` only (also spelled `sink.debezium-json.include-schema.enabled`): "
+        "the Kafka Connect `schema` block is not written yet")
+    # Flink's json format options that change what is written: only the values that match
+    # what cdc-ingest writes (the rest of them are listed in config/ignored.py)
+    json_timestamp_format_standard: SqlOnly = _timestamps("json")
+    debezium_json_timestamp_format_standard: SqlOnly = _timestamps("debezium-json")
+    canal_json_timestamp_format_standard: SqlOnly = _timestamps("canal-json")
+    json_encode_ignore_null_fields: FalseOnly = _nulls("json")
+    debezium_json_encode_ignore_null_fields: FalseOnly = _nulls("debezium-json")
+    canal_json_encode_ignore_null_fields: FalseOnly = _nulls("canal-json")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_name(cls, data: Any) -> Any:
+        """``sink.debezium-json.include-schema.enabled``, the option's name in some Flink
+        CDC 3.4 builds and in older docs."""
+        old = "sink.debezium-json.include-schema.enabled"
+        if isinstance(data, dict) and old in data:
+            data = {("debezium-json.include-schema.enabled" if k == old else k): v
+                    for k, v in data.items()}
+        return data
+
+    sink_dead_letter_topic: NoDeadLetter = Field(
+        None, alias="sink.dead-letter.topic", description="upsert-kafka only")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> KafkaSinkDef:
+        raise_problems("sink", property_problems(self))
+        return self
+

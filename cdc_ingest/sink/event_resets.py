@@ -1,0 +1,108 @@
+"""``sink.type: kafka``: the delete events that empty a table in its topics (TRUNCATE, DROP,
+CREATE OR REPLACE, the old keys of a re-key), as sink/resets.py does with tombstones for
+upsert topics: one per row whose last change event is not a delete. A change-event topic
+keeps every event, so this is what tells its readers the rows are gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import msgspec
+import orjson
+
+from cdc_ingest.errors import SinkError
+from cdc_ingest.kafka.consumer import Message
+from cdc_ingest.kafka.partition import java_partition
+from cdc_ingest.model.changelog import DdlRecord
+from cdc_ingest.sink.events import EventSerde, Target, decode_columns, exclusive
+from cdc_ingest.sink.serde import SinkMessage
+
+
+class _Event(msgspec.Struct):
+    """What a delete needs of a change event read back: its last row image."""
+
+    op: str | None = None  # debezium
+    after: msgspec.Raw = msgspec.Raw(b"null")
+    type: str | None = None  # canal
+    data: list[msgspec.Raw] | None = None
+    pkNames: list[str] | None = None
+
+
+_decode_event = msgspec.json.Decoder(_Event).decode
+
+
+def row_image(value: bytes | None) -> bytes | None:
+    """The row a change event leaves (``after``, canal's ``data[0]``); None after a delete."""
+    if value is None:
+        return None
+    event = _decode_event(value)
+    if event.op == "d" or event.type == "DELETE":
+        return None
+    if event.data:
+        return bytes(event.data[0])
+    after = bytes(event.after)
+    return None if after == b"null" else after
+
+
+def deletes(serde: EventSerde, topic: str, messages: Iterable[Message], ddl: DdlRecord,
+            ts_ms: int, changelog_partitions: int, partition: int | None) -> list[SinkMessage]:
+    """A delete event for every row of ``ddl``'s table live in ``topic`` (its last event is
+    not a delete) whose changelog key hashes to changelog ``partition`` (None: every row)."""
+    name = f"{ddl.db}.{ddl.table}"
+    out: list[SinkMessage] = []
+    messages = list(messages)  # once per table id the table has in this topic
+    for target in serde.targets(ddl.db, ddl.table):
+        if target.topic != topic:
+            continue
+        if not exclusive(serde.router, ddl.db, ddl.table, target.table_id):
+            raise SinkError(
+                f"{ddl.action.upper()} of {name} at binlog {ddl.pos}: its events carry "
+                f"table id {target.table_id}, which a route gives other tables too, so "
+                "the rows of this table cannot be told from theirs. Fix: route "
+                f"{name} by a source-table that names it alone")
+        for key, image, names in _live(serde, target, messages):
+            if partition is not None and _owner(ddl, image, changelog_partitions,
+                                                     names) != partition:
+                continue
+            pk = orjson.dumps(names or ddl.key or []) if serde.canal else b""
+            value = (b'{"old":null,"data":[%b],"type":"DELETE"%b,"pkNames":%b}' % (
+                image, target.source, pk) if serde.canal else
+                b'{"before":%b,"after":null,"op":"d","source":%b}' % (image, target.source))
+            out.append((topic, key, value, target.headers, ts_ms, name))
+    return out
+
+
+def _live(serde: EventSerde, target: Target, messages: Iterable[Message]
+          ) -> list[tuple[bytes, bytes, list[str]]]:
+    """(key, last row image, key column names) of each live row of ``target``."""
+    head = target.key_head
+    live: dict[bytes, tuple[bytes, list[str]] | None] = {}
+    for msg in messages:
+        key = msg.key
+        if key is None or not key.startswith(head):
+            continue
+        rest = key[len(head):len(head) + 1]
+        if rest not in (b",", b"}", b""):
+            continue  # another table id that starts with this one
+        image = row_image(msg.value)
+        if image is None:
+            live[key] = None
+        else:
+            names = _decode_event(msg.value or b"{}").pkNames if serde.canal else None
+            live[key] = (image, names or [])
+    return [(k, v[0], v[1]) for k, v in live.items() if v is not None]
+
+
+def _owner(ddl: DdlRecord, image: bytes, partitions: int, names: list[str]) -> int:
+    """The changelog partition of the row: murmur2 of its changelog key."""
+    key_names = ddl.key or names
+    if not key_names:
+        raise SinkError(
+            f"{ddl.action.upper()} of {ddl.db}.{ddl.table} at binlog {ddl.pos}: the DDL "
+            "record does not name the table's key columns (a capture older than this "
+            "sink wrote it). Fix: run capture and the sink from the same cdc-ingest "
+            "release")
+    columns = decode_columns(image)
+    pk = orjson.dumps({n: orjson.Fragment(bytes(columns[n])) for n in key_names})
+    return java_partition(pk, partitions)

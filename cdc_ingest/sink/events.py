@@ -1,0 +1,237 @@
+"""``sink.type: kafka``: changelog records -> Flink CDC's change events (Debezium or Canal JSON).
+
+What Flink CDC's Kafka pipeline sink writes, field for field (docs/output-contract.md,
+"type: kafka"), built from the changelog bytes without parsing the row images:
+
+* **key** (``key.format``): ``{"TableId":"<db>.<table>",<key columns>}`` (json) or
+  ``<db>.<table>,<key values>`` (csv, Jackson's quoting): the table id, then the key columns
+  in key order, from the row after the change (before it for a delete).
+* **value** (``value.format``): debezium-json
+  ``{"before":…,"after":…,"op":"c|u|d","source":{"db":…,"table":…}}``, or canal-json
+  ``{"old":[…]|null,"data":[…],"type":"INSERT|UPDATE|DELETE","database":…,"table":…,
+  "pkNames":[…]}``. A delete is a message with a value, never a tombstone.
+* **table id**: the source table, or the ``sink-table`` of each route that takes it (as in
+  Flink CDC, where a route renames the table before the sink). A 1-part sink-table has no
+  database: ``"db":null``.
+* **topic**: ``topic``, else the first ``sink.tableId-to-topic.mapping`` rule that matches
+  the table id, else the table id.
+* **headers**: ``namespace``/``schemaName``/``tableName`` of the table id when
+  ``sink.add-tableId-to-header-enabled``, then ``sink.custom-header``.
+
+DDL writes nothing here, as in Flink CDC, except where the table's rows are gone (TRUNCATE,
+DROP, CREATE OR REPLACE, a re-key): then every live row of it gets a delete event
+(:meth:`EventSerde.deletes`), so a consumer's state holds no row the table does not have.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import msgspec
+import orjson
+
+from cdc_ingest.model.changelog import DdlRecord, check_version, decode_ddl
+from cdc_ingest.routing.routes import Router
+from cdc_ingest.routing.selectors import split_unescaped
+from cdc_ingest.sink.serde import Headers, SinkMessage
+
+DEBEZIUM = "debezium-json"
+CANAL = "canal-json"
+_OPS = {"+I": (b"c", b"INSERT"), "+U": (b"u", b"UPDATE"), "-D": (b"d", b"DELETE")}
+_REGEX_CHARS = frozenset("\\*+?[](){}|^$,")
+
+
+class _Record(msgspec.Struct):
+    """A changelog record with both row images, each its raw JSON text."""
+
+    v: int
+    op: str
+    db: str | None
+    table: str | None
+    pk: msgspec.Raw
+    before: msgspec.Raw
+    after: msgspec.Raw
+    ts_ms: int
+
+
+_decode = msgspec.json.Decoder(_Record).decode
+decode_columns = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
+
+
+def csv_field(value: str) -> str:
+    """One CSV field as Flink's CSV format (Jackson, default settings) writes a string:
+    quoted when longer than 24 characters or holding a character below '-' (comma, quote,
+    space, '$', '+', ...), a quote doubled inside."""
+    if len(value) > 24 or any(ch < "-" for ch in value):
+        return '"' + value.replace('"', '""') + '"'
+    return value
+
+
+def _csv_value(raw: bytes) -> str:
+    if raw == b"null":
+        return ""
+    if raw[:1] == b'"':
+        return csv_field(orjson.loads(raw))
+    if raw[:1] in (b"[", b"{"):
+        return csv_field(raw.decode())
+    return raw.decode()  # a number, true or false: as written
+
+
+@dataclass(frozen=True)
+class EventOptions:
+    """The ``type: kafka`` options a task needs (picklable)."""
+
+    value_format: str = DEBEZIUM
+    key_format: str = "json"
+    topic: str | None = None
+    mapping: tuple[tuple[str, str], ...] = ()  # (table selector, topic), in order
+    all_to_zero: bool = True
+    custom_headers: tuple[tuple[str, str], ...] = ()
+    _rules: list[tuple[list[list[re.Pattern[str]]], str]] = field(
+        default_factory=list, repr=False, compare=False)
+
+    @property
+    def partition(self) -> int:
+        """The partition every message goes to (-1: by key, as Kafka's Java producer)."""
+        return 0 if self.all_to_zero else -1
+
+    def topic_of(self, table_id: str) -> str:
+        if self.topic:
+            return self.topic
+        if self.mapping and not self._rules:
+            self._rules.extend((mapping_selector(s), t) for s, t in self.mapping)
+        parts = table_id.split(".")
+        for alternatives, topic in self._rules:
+            for patterns in alternatives:
+                if len(patterns) == len(parts) and all(
+                        p.fullmatch(part) for p, part in zip(patterns, parts, strict=True)):
+                    return topic
+        return table_id
+
+
+def mapping_selector(text: str) -> list[list[re.Pattern[str]]]:
+    """A ``sink.tableId-to-topic.mapping`` selector as Flink CDC reads it: ``,`` between
+    alternatives, ``.`` between the 1 to 3 parts of a table id, ``\\.`` any character; each
+    part a case-insensitive regex of the whole name."""
+    option = "sink.tableId-to-topic.mapping"
+    return [[re.compile(part.replace("\\.", "."), re.IGNORECASE)
+             for part in split_unescaped(alternative, ".", option)]
+            for alternative in split_unescaped(text, ",", option) if alternative.strip()]
+
+
+def table_ids(router: Router, db: str, table: str) -> tuple[str, ...]:
+    """The table ids a source table's events carry: its routes' sink-tables, or itself."""
+    if not router.rules:
+        return (f"{db}.{table}",)
+    return router.sink_topics(db, table)
+
+
+def exclusive(router: Router, db: str, table: str, table_id: str) -> bool:
+    """True when no other source table can carry ``table_id``: unrouted, or routed by rules
+    whose source-table names this one table literally."""
+    if table_id == f"{db}.{table}" and not any(r.source.matches(db, table)
+                                                 for r in router.rules):
+        return True
+    rules = [r for r in router.rules if r.source.matches(db, table)]
+    return bool(rules) and all(not (_REGEX_CHARS & set(str(r.source).replace("\\.", "")))
+                               for r in rules)
+
+
+# What every message of one (source table, table id) shares
+@dataclass(frozen=True)
+class Target:
+    table_id: str
+    topic: str
+    key_head: bytes  # json: {"TableId":"..." ; csv: the quoted table id
+    source: bytes  # debezium: {"db":..,"table":..}; canal: ,"database":..,"table":..
+    headers: Headers | None
+
+
+class EventSerde:
+    """Changelog records -> change events; the same interface as
+    :class:`~cdc_ingest.sink.serde.SinkSerde` (the writer, resets and re-keys use either)."""
+
+    def __init__(self, router: Router, options: EventOptions, with_headers: bool) -> None:
+        self.router = router
+        self._options = options
+        self._with_headers = with_headers
+        self.canal = options.value_format == CANAL
+        self._csv = options.key_format == "csv"
+        self._targets: dict[tuple[str, str], tuple[Target, ...]] = {}
+        self.ddl: DdlRecord | None = None
+
+    def targets(self, db: str, table: str) -> tuple[Target, ...]:
+        found = self._targets.get((db, table))
+        if found is None:
+            found = self._targets[(db, table)] = tuple(
+                self._target(tid) for tid in table_ids(self.router, db, table))
+        return found
+
+    def _target(self, table_id: str) -> Target:
+        parts = table_id.split(".")
+        namespace = parts[-3] if len(parts) >= 3 else None
+        schema = parts[-2] if len(parts) >= 2 else None
+        name = parts[-1]
+        if self.canal:
+            source = b',"database":%b,"table":%b' % (orjson.dumps(schema), orjson.dumps(name))
+        else:
+            source = orjson.dumps({"db": schema, "table": name})
+        headers: Headers | None = None
+        if self._with_headers or self._options.custom_headers:
+            headers = []
+            if self._with_headers:
+                headers += [("namespace", (namespace or "").encode()),
+                            ("schemaName", (schema or "").encode()),
+                            ("tableName", name.encode())]
+            headers += [(k, v.encode()) for k, v in self._options.custom_headers]
+        key_head = (csv_field(table_id).encode() if self._csv
+                    else b'{"TableId":' + orjson.dumps(table_id))
+        return Target(table_id, self._options.topic_of(table_id), key_head, source, headers)
+
+    def route(self, db: str, table: str) -> tuple[tuple[str, ...], Headers | None, str]:
+        """A table's topics, headers (of its first table id) and ``db.table`` name."""
+        targets = self.targets(db, table)
+        return (tuple(dict.fromkeys(t.topic for t in targets)), targets[0].headers,
+                f"{db}.{table}")
+
+    def key(self, target: Target, pk: bytes) -> bytes:
+        """The message key of a row whose changelog key is ``pk`` (compact JSON object)."""
+        if self._csv:
+            values = decode_columns(pk).values()
+            return b",".join([target.key_head, *(_csv_value(bytes(v)).encode() for v in values)])
+        return target.key_head + (b"}" if pk == b"{}" else b"," + pk[1:])
+
+    def value(self, target: Target, op: str, pk: bytes, before: bytes, after: bytes) -> bytes:
+        debezium_op, canal_type = _OPS[op]
+        if not self.canal:
+            return b'{"before":%b,"after":%b,"op":"%b","source":%b}' % (
+                before, after, debezium_op, target.source)
+        old = b"[%b]" % before if op == "+U" else b"null"
+        data = before if op == "-D" else after
+        names = orjson.dumps(list(decode_columns(pk)))
+        return b'{"old":%b,"data":[%b],"type":"%b"%b,"pkNames":%b}' % (
+            old, data, canal_type, target.source, names)
+
+    def add(self, out: list[SinkMessage], key: bytes | None, value: bytes) -> int:
+        """Append the change events of one changelog record (one per table id); none for
+        DDL (kept in :attr:`ddl`). Returns the record's ``ts_ms``."""
+        record = _decode(value)
+        check_version(record.v)
+        if record.op == "DDL":
+            self.ddl = decode_ddl(value)
+            return record.ts_ms
+        if record.db is None or record.table is None:
+            raise msgspec.ValidationError("a row change needs `db` and `table`")
+        pk, before, after = bytes(record.pk), bytes(record.before), bytes(record.after)
+        name = f"{record.db}.{record.table}"
+        for target in self.targets(record.db, record.table):
+            out.append((target.topic, self.key(target, pk),
+                        self.value(target, record.op, pk, before, after), target.headers,
+                        record.ts_ms, name))
+        return record.ts_ms
+
+    def messages(self, key: bytes | None, value: bytes) -> list[SinkMessage]:
+        out: list[SinkMessage] = []
+        self.add(out, key, value)
+        return out
