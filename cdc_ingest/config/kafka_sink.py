@@ -14,6 +14,8 @@ from pydantic import Field, PlainValidator, model_validator
 from cdc_ingest.config.problems import problem, raise_problems
 from cdc_ingest.config.sink import KafkaSinkBase, SinkType, property_problems
 from cdc_ingest.config.types import FrozenDict, choice
+from cdc_ingest.errors import ConfigError
+from cdc_ingest.routing.selectors import table_id_selector
 
 
 class ValueFormat(StrEnum):
@@ -51,10 +53,11 @@ def _pairs(value: Any, entry_sep: str, pair_sep: str, example: str) -> FrozenDic
 
 def _topic_mapping(value: Any) -> FrozenDict[str, str]:
     mapping = _pairs(value, ";", ":", "'db.table1:topic1;db.table2:topic2'")
-    for table in mapping:
-        if table.count(".") != 1:
-            raise problem(f"names '{table}', which is not db.table",
-                          "name each table as db.table: 'shop.orders:orders_topic'")
+    for selector in mapping:
+        try:
+            table_id_selector(selector)
+        except ConfigError as exc:
+            raise problem(exc.problems[0].message, exc.problems[0].fix) from None
     return mapping
 
 

@@ -129,3 +129,21 @@ class TableSelector:
 
     def __str__(self) -> str:
         return self.text
+
+
+def table_id_selector(text: str) -> list[list[re.Pattern[str]]]:
+    """A ``sink.tableId-to-topic.mapping`` selector as Flink CDC reads it: ``,`` between
+    alternatives, ``.`` between the 1 to 3 parts of a table id, ``\\.`` any character; each
+    part a case-insensitive regex of the whole name."""
+    option = "sink.tableId-to-topic.mapping"
+    return [[_compile_ci(part.strip().replace("\\.", "."), option, alternative)
+             for part in split_unescaped(alternative.strip(), ".", option)]
+            for alternative in split_unescaped(text, ",", option) if alternative.strip()]
+
+
+def _compile_ci(pattern: str, option: str, alternative: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern, re.IGNORECASE)
+    except re.error as exc:
+        raise _problem(option, f"'{alternative}' is not a valid regular expression "
+                       f"({exc.msg})", _SYNTAX_HINT) from None

@@ -33,7 +33,7 @@ import orjson
 
 from cdc_ingest.model.changelog import DdlRecord, check_version, decode_ddl
 from cdc_ingest.routing.routes import Router
-from cdc_ingest.routing.selectors import split_unescaped
+from cdc_ingest.routing.selectors import table_id_selector
 from cdc_ingest.sink.serde import Headers, SinkMessage
 
 DEBEZIUM = "debezium-json"
@@ -100,7 +100,7 @@ class EventOptions:
         if self.topic:
             return self.topic
         if self.mapping and not self._rules:
-            self._rules.extend((mapping_selector(s), t) for s, t in self.mapping)
+            self._rules.extend((table_id_selector(s), t) for s, t in self.mapping)
         parts = table_id.split(".")
         for alternatives, topic in self._rules:
             for patterns in alternatives:
@@ -108,16 +108,6 @@ class EventOptions:
                         p.fullmatch(part) for p, part in zip(patterns, parts, strict=True)):
                     return topic
         return table_id
-
-
-def mapping_selector(text: str) -> list[list[re.Pattern[str]]]:
-    """A ``sink.tableId-to-topic.mapping`` selector as Flink CDC reads it: ``,`` between
-    alternatives, ``.`` between the 1 to 3 parts of a table id, ``\\.`` any character; each
-    part a case-insensitive regex of the whole name."""
-    option = "sink.tableId-to-topic.mapping"
-    return [[re.compile(part.replace("\\.", "."), re.IGNORECASE)
-             for part in split_unescaped(alternative, ".", option)]
-            for alternative in split_unescaped(text, ",", option) if alternative.strip()]
 
 
 def table_ids(router: Router, db: str, table: str) -> tuple[str, ...]:
