@@ -14,7 +14,7 @@ from cdc_ingest.sink.settings import event_options
 from cdc_ingest.verify.diff import TopicCheck, TopicResult
 from cdc_ingest.verify.mysql import MySqlSide, RowConverter, TableShape
 from cdc_ingest.verify.report import summary_line, topic_lines
-from cdc_ingest.verify.topics import canonical_key, latest_events, latest_values
+from cdc_ingest.verify.topics import canonical_key, latest_values
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ def _check_topic(
 ) -> TopicResult:
     kafka = client_config(defn.sink.properties)
     events = event_serde(defn)
-    latest = latest_values(kafka, topic) if events is None else latest_events(kafka, topic)
+    latest = latest_values(kafka, topic, events=events is not None)
     check = TopicCheck(topic, tuple(tables), latest, defn.sink.except_key, max_diffs)
     boolean = defn.source.treat_tinyint1_as_boolean_enabled
     # One read view for all shards of a topic, so their union is one moment of MySQL.

@@ -22,39 +22,28 @@ def canonical_key(raw: bytes | None) -> bytes:
         return raw
 
 
-def latest_events(kafka: dict[str, Any], topic: str) -> dict[bytes, bytes] | None:
-    """``sink.type: kafka``: key -> the row image of its last change event (``after``, or
-    canal's ``data[0]``); a delete event (or a tombstone) removes its key. None when the
-    topic does not exist."""
-    if TopicAdmin(kafka).partitions(topic) is None:
-        return None
-    latest: dict[bytes, bytes] = {}
-    messages = 0
-    for msg in read_topic(kafka, topic):
-        messages += 1
-        key = canonical_key(msg.key)
-        image = row_image(msg.value)
-        if image is None:
-            latest.pop(key, None)
-        else:
-            latest[key] = image
-    log.info("read %d change events of %s: %d live keys", messages, topic, len(latest))
-    return latest
+def _as_is(value: bytes | None) -> bytes | None:
+    return value
 
 
-def latest_values(kafka: dict[str, Any], topic: str) -> dict[bytes, bytes] | None:
+def latest_values(kafka: dict[str, Any], topic: str,
+                  events: bool = False) -> dict[bytes, bytes] | None:
     """Key -> last value of every committed message from the earliest offset; a tombstone
-    removes its key. None when the topic does not exist."""
+    removes its key. ``events`` (``sink.type: kafka``): the value is the row image of the
+    key's last change event (``after``, canal's ``data[0]``), and a delete event removes
+    it. None when the topic does not exist."""
     if TopicAdmin(kafka).partitions(topic) is None:
         return None
+    value_of = row_image if events else _as_is
     latest: dict[bytes, bytes] = {}
     messages = 0
     for msg in read_topic(kafka, topic):
         messages += 1
         key = canonical_key(msg.key)
-        if msg.value is None:
+        value = value_of(msg.value)
+        if value is None:
             latest.pop(key, None)
         else:
-            latest[key] = msg.value
+            latest[key] = value
     log.info("read %d messages of %s: %d live keys", messages, topic, len(latest))
     return latest
