@@ -105,6 +105,15 @@ class RouteRule:
         source = TableSelector.parse(source_table, option=_option(path, "source-table"))
         return cls(source, sink_table, replace_symbol, path)
 
+    def could_name(self, topic: str) -> bool:
+        """Whether this rule can give some table the sink-table ``topic`` (placeholders and
+        group references taken as any text)."""
+        if self.replace_symbol is not None:
+            parts = [re.escape(p) for p in self.sink_table.split(self.replace_symbol)]
+        else:
+            parts = [re.escape(p) if isinstance(p, str) else "" for p in self._template or ("",)]
+        return re.fullmatch(".*".join(parts), topic, re.DOTALL) is not None
+
     def target(self, db: str, table: str) -> str | None:
         """The sink topic for ``db.table``, or None when this rule does not take the table."""
         if not self.source.matches(db, table):

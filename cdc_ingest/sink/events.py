@@ -110,22 +110,16 @@ class EventOptions:
         return table_id
 
 
-def table_ids(router: Router, db: str, table: str) -> tuple[str, ...]:
-    """The table ids a source table's events carry: its routes' sink-tables, or itself."""
-    if not router.rules:
-        return (f"{db}.{table}",)
-    return router.sink_topics(db, table)
-
-
 def exclusive(router: Router, db: str, table: str, table_id: str) -> bool:
-    """True when no other source table can carry ``table_id``: unrouted, or routed by rules
-    whose source-table names this one table literally."""
-    if table_id == f"{db}.{table}" and not any(r.source.matches(db, table)
-                                                 for r in router.rules):
-        return True
-    rules = [r for r in router.rules if r.source.matches(db, table)]
-    return bool(rules) and all(not (_REGEX_CHARS & set(str(r.source).replace("\\.", "")))
-                               for r in rules)
+    """True when no other source table can carry ``table_id``: every rule that takes this
+    table names it alone (no regex), and no other rule can give a table that name."""
+    for rule in router.rules:
+        if rule.source.matches(db, table):
+            if _REGEX_CHARS & set(str(rule.source).replace("\\.", "")):
+                return False
+        elif rule.could_name(table_id):
+            return False
+    return True
 
 
 # What every message of one (source table, table id) shares
@@ -155,7 +149,7 @@ class EventSerde:
         found = self._targets.get((db, table))
         if found is None:
             found = self._targets[(db, table)] = tuple(
-                self._target(tid) for tid in table_ids(self.router, db, table))
+                self._target(tid) for tid in self.router.sink_topics(db, table))
         return found
 
     def _target(self, table_id: str) -> Target:

@@ -14,7 +14,7 @@ from cdc_ingest.sink.settings import event_options
 from cdc_ingest.verify.diff import TopicCheck, TopicResult
 from cdc_ingest.verify.mysql import MySqlSide, RowConverter, TableShape
 from cdc_ingest.verify.report import summary_line, topic_lines
-from cdc_ingest.verify.topics import canonical_key, latest_values
+from cdc_ingest.verify.topics import latest_values
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def _expected_key(events: EventSerde | None, name: str, topic: str, key: bytes) 
     db, _, table = name.partition(".")
     for target in events.targets(db, table):
         if target.topic == topic:
-            return canonical_key(events.key(target, key))
+            return events.key(target, key)  # canonical already: built from canonical parts
     return key
 
 

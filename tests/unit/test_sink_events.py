@@ -13,7 +13,7 @@ from cdc_ingest.kafka.partition import java_partition
 from cdc_ingest.model.changelog import DdlRecord, ddl_value, row_value
 from cdc_ingest.routing.routes import Router, RouteRule
 from cdc_ingest.sink.event_resets import deletes
-from cdc_ingest.sink.events import EventOptions, EventSerde, csv_field
+from cdc_ingest.sink.events import EventOptions, EventSerde, csv_field, exclusive
 
 # Flink's tests use TableId default_namespace.default_schema.table1; here a route gives the
 # source table shop.t1 that table id, as a Flink CDC route would.
@@ -169,3 +169,19 @@ def test_truncate_deletes_every_live_row(fmt: str) -> None:
         for m in part:
             pk = m[1].replace(b'"TableId":"shop.t1",', b"")
             assert java_partition(pk, 2) == p
+
+
+def test_a_table_id_is_exclusive_only_when_no_other_table_can_carry_it() -> None:
+    def rules(*pairs: tuple[str, str]) -> Router:
+        return Router([RouteRule.compile(src, dst) for src, dst in pairs])
+
+    assert exclusive(Router([]), "shop", "a", "shop.a")
+    assert exclusive(rules(("shop.a", "ods_a")), "shop", "a", "ods_a")
+    # two tables routed to one sink-table, each by a literal rule
+    assert not exclusive(rules(("shop.a", "ods"), ("shop.b", "ods")), "shop", "a", "ods")
+    # another table routed onto this one's own name
+    assert not exclusive(rules(("shop.b", "shop.a")), "shop", "a", "shop.a")
+    assert not exclusive(Router([RouteRule.compile("other.\\.*", "shop.<>", "<>")]),
+                         "shop", "a", "shop.a")
+    # a regex rule takes the table: others may share its name
+    assert not exclusive(rules(("shop.\\.*", "ods")), "shop", "a", "ods")
