@@ -84,7 +84,7 @@ def capture_options(defn: PipelineDef) -> CaptureOptions:
         partitions=p.parallelism,
         replication_factor=defn.sink.topic_replication_factor or -1,  # -1: broker default
         captured=s.captures,
-        key_columns=s.key_columns_for,
+        key_columns=defn.key_columns_for,
         tinyint1_as_boolean=s.treat_tinyint1_as_boolean_enabled,
         startup=startup_spec(defn),
         max_rows=s.capture_transaction_max_rows,

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from cdc_ingest.capture.unsupported import MARIADB_COMPRESSION_FIX, has_tagged_gtids
-from cdc_ingest.errors import CdcIngestError
+from cdc_ingest.errors import CdcIngestError, SourceError
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import Catalog, ConnectionSettings, KeyColumns
 
@@ -167,6 +167,14 @@ def _keys(
         f"{d}.{t}" for d, t in tables
         if not catalog.primary_key(d, t) and not key_columns(d, t)
     ]
+    for d, t in tables:
+        configured = key_columns(d, t)
+        if configured:
+            try:
+                catalog.check_unique(d, t, configured)
+            except SourceError as exc:
+                yield Check("configured keys", False, str(exc).split(". Fix: ")[0],
+                            str(exc).split(". Fix: ")[-1])
     yield Check(
         "primary keys",
         not keyless,

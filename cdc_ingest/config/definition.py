@@ -9,7 +9,9 @@ from cdc_ingest.config.pipeline import PipelineOptions, RouteDef
 from cdc_ingest.config.problems import Found, raise_problems
 from cdc_ingest.config.sink import UpsertKafkaSinkDef
 from cdc_ingest.config.source import MySqlSourceDef
+from cdc_ingest.config.transform import TransformDef
 from cdc_ingest.config.types import ConfigModel
+from cdc_ingest.errors import ConfigError, ConfigProblem
 from cdc_ingest.model import names
 from cdc_ingest.routing.routes import Router
 
@@ -20,6 +22,7 @@ class PipelineDef(ConfigModel):
     source: MySqlSourceDef
     sink: UpsertKafkaSinkDef | KafkaSinkDef
     routes: tuple[RouteDef, ...] = Field((), alias="route")
+    transforms: tuple[TransformDef, ...] = Field((), alias="transform")
     pipeline: PipelineOptions = Field(default_factory=lambda: PipelineOptions.model_validate({}))
     # Flink CDC options accepted but without effect here, each with why (config/ignored.py)
     warnings: tuple[str, ...] = ()
@@ -47,6 +50,24 @@ class PipelineDef(ConfigModel):
     def router(self) -> Router:
         """The compiled route rules with ``pipeline.route-mode``."""
         return Router.from_defs(self.routes, self.pipeline.route_mode)
+
+    def transform_for(self, db: str, table: str) -> TransformDef | None:
+        """The transform rule of a table: the first whose source-table matches."""
+        return next((t for t in self.transforms if t.matches(db, table)), None)
+
+    def key_columns_for(self, db: str, table: str) -> tuple[str, ...] | None:
+        """A table's configured key: its transform's ``primary-keys``, else
+        ``source.tables.key-columns``; None: the primary key."""
+        rule = self.transform_for(db, table)
+        configured = self.source.key_columns_for(db, table)
+        if rule is None or not rule.keys:
+            return configured
+        if configured is not None and configured != rule.keys:
+            raise ConfigError([ConfigProblem(
+                "transform.primary-keys",
+                f"keys {db}.{table} by ({', '.join(rule.keys)}) but source.tables.key-columns "
+                f"by ({', '.join(configured)})", "name the table's key in one of them")])
+        return rule.keys
 
     @model_validator(mode="after")
     def _internal_topics_stay_internal(self) -> PipelineDef:

@@ -17,12 +17,13 @@ from cdc_ingest.config.pipeline import PipelineOptions, RouteDef
 from cdc_ingest.config.problems import translate, unknown_option
 from cdc_ingest.config.sink import UpsertKafkaSinkDef
 from cdc_ingest.config.source import MySqlSourceDef
+from cdc_ingest.config.transform import TransformDef
 from cdc_ingest.config.yaml_text import load_yaml
 from cdc_ingest.errors import ConfigError, ConfigProblem
 
 M = TypeVar("M", bound=BaseModel)
 
-SECTIONS = ("pipeline", "route", "sink", "source")
+SECTIONS = ("pipeline", "route", "sink", "source", "transform")
 _REQUIRED_HINT = {
     "source": "add a 'source:' section with type: mysql, hostname, username, password, "
     "tables and server-id",
@@ -81,12 +82,15 @@ def _build(data: dict[Any, Any], problems: list[ConfigProblem]) -> PipelineDef |
         KafkaSinkDef if kafka else UpsertKafkaSinkDef)
     sink = _section(data, "sink", sink_model, problems, warnings)
     pipeline = _section(data, "pipeline", PipelineOptions, problems, warnings)
-    routes = _routes(data.get("route"), problems)
-    if problems or source is None or sink is None or pipeline is None or routes is None:
+    routes = _rules(data.get("route"), "route", RouteDef, problems)
+    transforms = _rules(data.get("transform"), "transform", TransformDef, problems)
+    if (problems or source is None or sink is None or pipeline is None or routes is None
+            or transforms is None):
         return None
+    warnings.extend(_transform_warnings(transforms))
     try:
-        return PipelineDef(source=source, sink=sink, routes=routes, pipeline=pipeline,
-                           warnings=tuple(warnings))
+        return PipelineDef(source=source, sink=sink, routes=routes, transforms=transforms,
+                           pipeline=pipeline, warnings=tuple(warnings))
     except ValidationError as exc:
         problems.extend(translate(exc, "", PipelineDef))
         return None
@@ -105,18 +109,36 @@ def _section(
     return _validate(model, {} if raw is None else raw, name, problems)
 
 
-def _routes(raw: Any, problems: list[ConfigProblem]) -> tuple[RouteDef, ...] | None:
+_RULE_HINT = {
+    "route": "write each rule as '- source-table: ...' with 'sink-table: ...' under it",
+    "transform": "write each rule as '- source-table: ...' with 'projection: ...' or "
+    "'filter: ...' under it",
+}
+
+
+def _rules(raw: Any, section: str, model: type[M],
+           problems: list[ConfigProblem]) -> tuple[M, ...] | None:
     if raw is None:
         return ()
     if not isinstance(raw, list):
-        problems.append(ConfigProblem(
-            "route", "must be a list of route rules",
-            "write each rule as '- source-table: ...' with 'sink-table: ...' under it",
-        ))
+        problems.append(ConfigProblem(section, f"must be a list of {section} rules",
+                                      _RULE_HINT[section]))
         return None
-    routes = [_validate(RouteDef, item, f"route[{i}]", problems) for i, item in enumerate(raw)]
-    valid = [route for route in routes if route is not None]
-    return tuple(valid) if len(valid) == len(routes) else None
+    rules = [_validate(model, item, f"{section}[{i}]", problems) for i, item in enumerate(raw)]
+    valid = [rule for rule in rules if rule is not None]
+    return tuple(valid) if len(valid) == len(rules) else None
+
+
+def _transform_warnings(transforms: tuple[TransformDef, ...]) -> list[str]:
+    out = []
+    for i, rule in enumerate(transforms):
+        if rule.partition_keys:
+            out.append(f"transform[{i}].partition-keys: ignored, Kafka partitions follow the "
+                       "message key (Flink CDC's Kafka sink ignores it too)")
+        if rule.table_options:
+            out.append(f"transform[{i}].table-options: ignored, Kafka topics have no table "
+                       "options")
+    return out
 
 
 def _validate(

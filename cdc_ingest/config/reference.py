@@ -23,6 +23,7 @@ from cdc_ingest.config.pipeline import PipelineOptions, RouteDef
 from cdc_ingest.config.problems import PASS_THROUGH_PREFIX
 from cdc_ingest.config.sink import UpsertKafkaSinkDef
 from cdc_ingest.config.source import MySqlSourceDef
+from cdc_ingest.config.transform import TransformDef
 
 COMMAND = "python -m cdc_ingest.config.reference > docs/configuration.md"
 
@@ -89,6 +90,7 @@ _DEFAULTS: dict[type[BaseModel], dict[str, str]] = {
         "sink.transactional-id-prefix": "`cdc-ingest.<pipeline name>`",
     },
     RouteDef: {},
+    TransformDef: {},
     PipelineOptions: {
         "state.dir": "`./.cdc-ingest/<name>`, from `name`",
         "checkpoint.dir": "`<state.dir>/checkpoint`",
@@ -100,11 +102,18 @@ _DEFAULTS: dict[type[BaseModel], dict[str, str]] = {
     },
 }
 
+_TRANSFORM_NOTE = (
+    "Flink CDC's transform rules: which columns each table's messages carry, which rows "
+    "are written, and the table's key. Expressions, functions and what a filter does to "
+    "updates: [transform.md](transform.md)."
+)
+
 _BLOCKS: tuple[tuple[str, type[BaseModel], str], ...] = (
     ("source (type: mysql)", MySqlSourceDef, _SOURCE_NOTE),
     ("sink (type: upsert-kafka)", UpsertKafkaSinkDef, ""),
     ("sink (type: kafka)", KafkaSinkDef, _KAFKA_NOTE),
     ("route (list)", RouteDef, _ROUTE_NOTE),
+    ("transform (list)", TransformDef, _TRANSFORM_NOTE),
     ("pipeline", PipelineOptions, ""),
 )
 

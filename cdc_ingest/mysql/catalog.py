@@ -69,6 +69,8 @@ class Catalog:
         hit = self._tables.get((db, table))
         if hit is None:
             configured = self._key_columns(db, table)
+            if configured:
+                self.check_unique(db, table, tuple(configured))
             keys = tuple(configured) if configured else self.primary_key(db, table)
             hit = (self._booleans(db, table), keys, bool(configured))
             self._tables[(db, table)] = hit
@@ -93,6 +95,32 @@ class Catalog:
             (db, table),
         )
         return tuple(r[0] for r in rows)
+
+    def unique_keys(self, db: str, table: str) -> list[tuple[str, ...]]:
+        """The columns of each unique index (the primary key among them)."""
+        rows = self._all(
+            "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE "
+            "TABLE_SCHEMA=%s AND TABLE_NAME=%s AND NON_UNIQUE=0 "
+            "ORDER BY INDEX_NAME, SEQ_IN_INDEX", (db, table))
+        indexes: dict[str, list[str]] = {}
+        for index, column in rows:
+            indexes.setdefault(str(index), []).append(str(column))
+        return [tuple(columns) for columns in indexes.values()]
+
+    def check_unique(self, db: str, table: str, keys: tuple[str, ...]) -> None:
+        """Configured key columns (transform primary-keys, source.tables.key-columns) must
+        contain a unique key of a table that has one: else two rows could share a message
+        key, and one would overwrite or delete the other in a compacted topic."""
+        unique = self.unique_keys(db, table)
+        if not unique or any(set(index) <= set(keys) for index in unique):
+            return
+        shown = " or ".join("(" + ", ".join(index) + ")" for index in unique)
+        raise SourceError(
+            f"the configured key ({', '.join(keys)}) of {db}.{table} does not contain a "
+            f"unique key of the table ({shown}), so two rows could share a message key and "
+            "one would overwrite or delete the other in the sink topics. Fix: add a UNIQUE "
+            f"index on ({', '.join(keys)}), or include {shown} in the transform's "
+            "primary-keys (or source.tables.key-columns).")
 
     def tables(self) -> list[tuple[str, str]]:
         return [

@@ -35,6 +35,8 @@ from cdc_ingest.model.changelog import DdlRecord, check_version, decode_ddl
 from cdc_ingest.routing.routes import Router
 from cdc_ingest.routing.selectors import table_id_selector
 from cdc_ingest.sink.serde import Headers, SinkMessage
+from cdc_ingest.transform.records import Transformer
+from cdc_ingest.transform.rules import RuleSpec
 
 DEBEZIUM = "debezium-json"
 CANAL = "canal-json"
@@ -136,8 +138,10 @@ class EventSerde:
     """Changelog records -> change events; the same interface as
     :class:`~cdc_ingest.sink.serde.SinkSerde` (the writer, resets and re-keys use either)."""
 
-    def __init__(self, router: Router, options: EventOptions, with_headers: bool) -> None:
+    def __init__(self, router: Router, options: EventOptions, with_headers: bool,
+                 transforms: tuple[RuleSpec, ...] = ()) -> None:
         self.router = router
+        self._transform = Transformer(transforms) if transforms else None
         self._options = options
         self._with_headers = with_headers
         self.canal = options.value_format == CANAL
@@ -200,6 +204,11 @@ class EventSerde:
     def add(self, out: list[SinkMessage], key: bytes | None, value: bytes) -> int:
         """Append the change events of one changelog record (one per table id); none for
         DDL (kept in :attr:`ddl`). Returns the record's ``ts_ms``."""
+        if self._transform is not None:
+            changed = self._transform.apply(value)
+            if changed is None:
+                return self._transform.ts_ms
+            value = changed
         record = _decode(value)
         check_version(record.v)
         if record.op == "DDL":

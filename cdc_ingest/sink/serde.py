@@ -30,6 +30,8 @@ from cdc_ingest.model.changelog import (
     decode_record,
     decode_record_columns,
 )
+from cdc_ingest.transform.records import Transformer
+from cdc_ingest.transform.rules import RuleSpec
 
 Headers = list[tuple[str, bytes]]
 Topics = Callable[[str, str], tuple[str, ...]]
@@ -53,8 +55,10 @@ class SinkSerde:
     what every message of a table shares (topics, headers, name) in a per-table cache.
     """
 
-    def __init__(self, topics: Topics, except_key: bool, with_headers: bool) -> None:
+    def __init__(self, topics: Topics, except_key: bool, with_headers: bool,
+                 transforms: tuple[RuleSpec, ...] = ()) -> None:
         self._topics = topics
+        self._transform = Transformer(transforms) if transforms else None
         self._except_key = except_key
         self._with_headers = with_headers
         self._routes: dict[tuple[str | None, str | None], _Route] = {}
@@ -81,6 +85,11 @@ class SinkSerde:
         none for DDL (kept in :attr:`ddl` instead). Returns the record's ``ts_ms``. Raises
         ``ValueError`` (a ``msgspec.DecodeError``, or a ``ChangelogVersionError``) for a
         value that is not a changelog record of this version."""
+        if self._transform is not None:
+            changed = self._transform.apply(value)
+            if changed is None:
+                return self._transform.ts_ms
+            value = changed
         if self._except_key:
             return self._add_except_key(out, key, value)
         record = decode_record(value)

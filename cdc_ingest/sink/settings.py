@@ -12,6 +12,7 @@ from cdc_ingest.kafka import client_config
 from cdc_ingest.model.names import sink_transactional_id
 from cdc_ingest.routing.routes import Router
 from cdc_ingest.sink.events import EventOptions
+from cdc_ingest.transform.rules import RuleSpec
 
 if TYPE_CHECKING:
     from cdc_ingest.config import PipelineDef
@@ -42,6 +43,8 @@ class SinkSettings:
     dead_letter_topic: str | None = None  # sink.dead-letter.topic (cdc_ingest.sink.produce)
     # sink.type: kafka (Flink CDC's change events, cdc_ingest.sink.events); None: upsert-kafka
     events: EventOptions | None = None
+    # transform: rules (cdc_ingest.transform.records), applied before either serde
+    transforms: tuple[RuleSpec, ...] = ()
 
     def producer_config(self) -> dict[str, Any]:
         return {"message.max.bytes": self.max_message_bytes, **self.kafka}
@@ -81,6 +84,7 @@ def sink_settings(defn: PipelineDef) -> SinkSettings:
         topic_replication=sink.topic_replication_factor,
         dead_letter_topic=sink.sink_dead_letter_topic,
         events=event_options(defn),
+        transforms=tuple(rule.spec() for rule in defn.transforms),
     )
 
 

@@ -105,8 +105,10 @@ def _plain(settings: SinkSettings) -> PlainProducer:
 def make_serde(settings: SinkSettings) -> Serde:
     """Upsert messages, or (``sink.type: kafka``) change events."""
     if settings.events is not None:
-        return EventSerde(settings.router, settings.events, settings.with_headers)
-    return SinkSerde(settings.router.sink_topics, settings.except_key, settings.with_headers)
+        return EventSerde(settings.router, settings.events, settings.with_headers,
+                          settings.transforms)
+    return SinkSerde(settings.router.sink_topics, settings.except_key, settings.with_headers,
+                     settings.transforms)
 
 
 def _serde(settings: SinkSettings, group: GroupOffsets,

@@ -17,6 +17,9 @@ def topic_lines(result: TopicResult) -> Iterator[str]:
     yield f"  MySQL rows {result.mysql_rows}{per_table}, topic keys {keys}: {verdict}"
     for problem in result.problems:
         yield f"  not verified: {problem}"
+    if result.soft_deleted:
+        yield (f"  {result.soft_deleted} key(s) of rows MySQL no longer has, kept by "
+               "converter-after-transform: SOFT_DELETE (not a difference)")
     if not any(result.counts.values()):
         return
     yield "  " + ", ".join(f"{c} {result.counts[c]}" for c in CATEGORIES)

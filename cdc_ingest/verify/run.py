@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.errors import CdcIngestError, SourceError
@@ -11,10 +12,13 @@ from cdc_ingest.kafka import client_config
 from cdc_ingest.mysql import connection_settings
 from cdc_ingest.sink.events import EventSerde
 from cdc_ingest.sink.settings import event_options
+from cdc_ingest.transform.functions import EvaluationError
+from cdc_ingest.transform.rules import Rule
 from cdc_ingest.verify.diff import TopicCheck, TopicResult
 from cdc_ingest.verify.mysql import MySqlSide, RowConverter, TableShape
 from cdc_ingest.verify.report import summary_line, topic_lines
 from cdc_ingest.verify.topics import latest_values
+from cdc_ingest.verify.values import dumps, parse
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +68,9 @@ def _check_topic(
     kafka = client_config(defn.sink.properties)
     events = event_serde(defn)
     latest = latest_values(kafka, topic, events=events is not None)
-    check = TopicCheck(topic, tuple(tables), latest, defn.sink.except_key, max_diffs)
+    rules = {name: _rule(defn, name) for name in tables}
+    soft = bool(tables) and all(r is not None and r.spec.soft_delete for r in rules.values())
+    check = TopicCheck(topic, tuple(tables), latest, defn.sink.except_key, max_diffs, soft)
     boolean = defn.source.treat_tinyint1_as_boolean_enabled
     # One read view for all shards of a topic, so their union is one moment of MySQL.
     with mysql.snapshot():
@@ -79,10 +85,43 @@ def _check_topic(
                 check.problem(str(exc))
                 continue
             check.columns_added(name, mysql.added_values(shape, boolean))
+            rule = rules[name]
             for values in mysql.rows(shape):
                 key, row = convert(values)
-                check.row(name, _expected_key(events, name, topic, key), shape.key, row)
+                expected_key = _expected_key(events, name, topic, key)
+                if rule is None:
+                    check.row(name, expected_key, shape.key, row)
+                    continue
+                try:
+                    projected = transformed(rule, name, row)
+                except EvaluationError as exc:
+                    check.problem(f"{name}: transform failed for key {key.decode()}: {exc}")
+                    break
+                if projected is not None:
+                    check.row(name, expected_key, shape.key, *projected)
     return check.finish()
+
+
+def _rule(defn: PipelineDef, name: str) -> Rule | None:
+    db, _, table = name.partition(".")
+    found = defn.transform_for(db, table)
+    return None if found is None else Rule(found.spec())
+
+
+def transformed(rule: Rule, name: str, row: dict[str, Any]
+                ) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+    """A MySQL row as the table's transform writes it (None: the filter drops it), and
+    the value it has once updated, when that differs (``__data_event_type__``)."""
+    db, _, table = name.partition(".")
+    raw = dumps(row)
+    meta: dict[str, str | None] = {"__namespace_name__": None, "__schema_name__": db,
+                                   "__table_name__": table, "__data_event_type__": "+I"}
+    inserted, passed = rule.row(raw, meta)
+    if not passed:
+        return None
+    meta["__data_event_type__"] = "+U"
+    updated, _ = rule.row(raw, meta)
+    return parse(inserted), (parse(updated) if updated != inserted else None)
 
 
 def verify_pipeline(
@@ -96,7 +135,7 @@ def verify_pipeline(
             echo("verify: the pipeline captures no table that exists in MySQL; nothing to check")
             return []
         shapes = {
-            f"{db}.{t}": mysql.shape(db, t, defn.source.key_columns_for(db, t))
+            f"{db}.{t}": mysql.shape(db, t, defn.key_columns_for(db, t))
             for db, t in tables
         }
         results = []

@@ -64,12 +64,38 @@ def test_options_of_related_connectors_explain_themselves() -> None:
 
 def test_unknown_section() -> None:
     doc = minimal()
-    doc["transform"] = [{"source-table": "a.b"}]
+    doc["transfrom"] = [{"source-table": "a.b"}]
     doc["piepline"] = {}
     found = problems_of(doc)
-    assert found["transform"].message == "unknown section 'transform'"
-    assert found["transform"].fix == "supported sections: pipeline, route, sink, source"
+    assert found["transfrom"].message == "unknown section 'transfrom'"
+    assert found["transfrom"].fix.startswith("did you mean 'transform'?")
     assert found["piepline"].fix.startswith("did you mean 'pipeline'?")
+
+
+def test_transform_problems_are_all_reported_with_their_paths() -> None:
+    doc = minimal()
+    doc["transform"] = [
+        {"source-table": "shop.orders", "projection": "id, UPPER(name AS n",
+         "filter": "id >"},
+        {"source-table": "shop.a", "projection": "id, NOW() AS t"},
+        {"source-table": "shop.b", "projection": "id, name AS title, price * 2 AS p",
+         "primary-keys": "title, p, missing"},
+        {"source-table": "shop.c", "projection": "id, FOO(id) AS f",
+         "converter-after-transform": "HARD_DELETE", "table-options": "x"},
+        {"source-table": "shop.d", "projection": "id, __table_name__ AS __schema_name__"},
+    ]
+    found = problems_of(doc)
+    assert "expected ')'" in found["transform[0].projection"].message
+    assert "expected a value" in found["transform[0].filter"].message
+    assert "replay after a failure" in found["transform[1].projection"].message
+    assert found["transform[2].primary-keys"].message == (
+        "names title, which the projection writes renamed from name; "
+        "names p, which the projection writes computed; "
+        "names missing, which the projection does not write")
+    assert "unknown function FOO()" in found["transform[3].projection"].message
+    assert found["transform[3].converter-after-transform"].fix == "use SOFT_DELETE"
+    assert "key=value" in found["transform[3].table-options"].message
+    assert "metadata column" in found["transform[4].projection"].message
 
 
 @pytest.mark.parametrize("section", ["source", "sink"])

@@ -110,7 +110,7 @@ class Snapshotter:
                     "TABLE_SCHEMA=%s AND TABLE_NAME=%s AND COLLATION_NAME IS NOT NULL",
                     (db, table))
             }
-            key = self._key_columns(db, table) or self._catalog.primary_key(db, table)
+            key = self._catalog.table_facts(db, table)[1]
             hit = TableInfo(db, table, columns, collations, key, self.compare_text,
                             self._booleans)
             engine = self._sql("SELECT ENGINE FROM information_schema.TABLES WHERE "

@@ -1,0 +1,1 @@
+"""Flink CDC's ``transform:`` rules: projections, filters and keys (docs/transform.md)."""
