@@ -33,6 +33,7 @@ def write_pipeline(
     user: str = "cdc",
     sink: dict[str, Any] | None = None,
     routes: list[dict[str, Any]] | None = None,
+    transforms: list[dict[str, Any]] | None = None,
 ) -> Path:
     creds = server.cdc if user == "cdc" else {"user": user, "password": user}
     doc = {
@@ -55,6 +56,8 @@ def write_pipeline(
     }
     if routes:
         doc["route"] = routes
+    if transforms:
+        doc["transform"] = transforms
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     os.environ["TEST_MYSQL_PASSWORD"] = creds.get("password") or creds.get("passwd") or ""
     return path
