@@ -117,7 +117,7 @@ class Catalog:
         shown = " or ".join("(" + ", ".join(index) + ")" for index in unique)
         raise SourceError(
             f"the configured key ({', '.join(keys)}) of {db}.{table} does not contain a "
-            f"unique key of the table ({shown}), so two rows could share a message key and "
+            f"unique key of the table {shown}, so two rows could share a message key and "
             "one would overwrite or delete the other in the sink topics. Fix: add a UNIQUE "
             f"index on ({', '.join(keys)}), or include {shown} in the transform's "
             "primary-keys (or source.tables.key-columns).")

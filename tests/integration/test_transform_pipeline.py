@@ -162,3 +162,28 @@ def test_transform_under_kills(source: Source, kafka: Any, fresh_source_db: str,
     result = cli("verify", "--config", str(config))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "equal" in result.stdout, result.stdout
+
+
+def test_primary_keys_that_are_not_unique_are_refused(source: Source, kafka: Any,
+                                                      fresh_source_db: str,
+                                                      tmp_path: Path) -> None:
+    """Two rows sharing a message key would overwrite or delete each other: `validate`
+    fails naming the table and the fix, and capture stops before writing a row."""
+    db = fresh_source_db
+    with admin_conn(source, db) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE items (id INT PRIMARY KEY, grp INT NOT NULL)")
+        cur.execute("INSERT INTO items VALUES (1, 7), (2, 7)")
+    config = write_pipeline(
+        tmp_path / "p.yaml", source, kafka, f"tu-{db}", f"{db}.items",
+        source={"scan.startup.mode": "initial"},
+        transforms=[{"source-table": f"{db}.items", "primary-keys": "grp"}])
+    result = cli("validate", "--config", str(config))
+    assert result.returncode != 0, result.stdout
+    assert f"the configured key (grp) of {db}.items does not contain a unique key" in \
+        result.stdout, result.stdout
+    assert "add a UNIQUE index on (grp), or include (id)" in result.stdout, result.stdout
+    capture = cli("capture", "--config", str(config), timeout=120)
+    assert capture.returncode != 0
+    assert f"{db}.items does not contain a unique key of the table (id)" in \
+        capture.stdout + capture.stderr, capture.stdout + capture.stderr
+    assert "Traceback" not in capture.stdout + capture.stderr
