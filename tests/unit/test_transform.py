@@ -193,3 +193,25 @@ def test_rule_compiles_selector_and_expressions_once() -> None:
     rule = Rule(RuleSpec(r"app.order_[0-9]+", "id, name", "id > 0"))
     assert rule.selector.matches("app", "order_12") and not rule.selector.matches("app", "x")
     assert rule.row(b'{"id":1,"name":"n","x":1}', META) == (b'{"id":1,"name":"n"}', True)
+
+
+def test_change_events_carry_the_projected_rows() -> None:
+    """`type: kafka`: Debezium JSON events of a transformed table, as Flink CDC's Kafka sink
+    writes the transformed schema: computed columns in `before`/`after`, a row leaving the
+    filter as a delete event."""
+    from cdc_ingest.routing.routes import Router  # noqa: PLC0415
+    from cdc_ingest.sink.events import EventOptions, EventSerde  # noqa: PLC0415
+
+    serde = EventSerde(Router([]), EventOptions(), False,
+                       (RuleSpec("app.orders", "id, amount * 2 AS twice", "amount >= 10"),))
+    out: list[Any] = []
+    serde.add(out, b'{"id":1}', _record("+I", after={"id": 1, "amount": 20, "x": 1}))
+    serde.add(out, b'{"id":1}', _record("+U", {"id": 1, "amount": 20, "x": 1},
+                                        {"id": 1, "amount": 5, "x": 1}))
+    assert [(m[1], m[2]) for m in out] == [
+        (b'{"TableId":"app.orders","id":1}',
+         b'{"before":null,"after":{"id":1,"twice":40},"op":"c",'
+         b'"source":{"db":"app","table":"orders"}}'),
+        (b'{"TableId":"app.orders","id":1}',
+         b'{"before":{"id":1,"twice":40},"after":null,"op":"d",'
+         b'"source":{"db":"app","table":"orders"}}')]
