@@ -12,6 +12,7 @@ from cdc_ingest.config.problems import Found, raise_problems
 from cdc_ingest.config.source_types import (
     ExcludedTables,
     KeyColumns,
+    MetadataList,
     ServerId,
     StartupMode,
     StartupModeOption,
@@ -116,6 +117,10 @@ class MySqlSourceDef(ConfigModel):
     treat_tinyint1_as_boolean_enabled: bool = Field(
         True, alias="treat-tinyint1-as-boolean.enabled",
         description="TINYINT(1) as JSON boolean")
+    metadata_list: MetadataList = Field(
+        (), alias="metadata.list", examples=["op_ts"],
+        description="metadata transform rules may use: `op_ts`, the change's binlog time in "
+        "epoch milliseconds (0 for snapshot rows), as in Flink CDC (docs/transform.md)")
     # Our own options: how much of the binlog one Kafka transaction of the capture may hold.
     capture_transaction_max_rows: int = Field(
         50_000, alias="capture.transaction.max-rows", ge=1,

@@ -126,3 +126,21 @@ Tables = Annotated[TableSelector, _selector_field("tables"), _AS_TEXT]
 ExcludedTables = Annotated[TableSelector, _selector_field("tables.exclude"), _AS_TEXT]
 KeyColumns = Annotated[FrozenDict[str, tuple[str, ...]], PlainValidator(_key_columns)]
 StartupModeOption = Annotated[StartupMode, choice(StartupMode)]
+
+
+METADATA = ("op_ts",)
+
+
+def _metadata_list(value: Any) -> tuple[str, ...]:
+    parts = value if isinstance(value, list | tuple) else str(value or "").split(",")
+    names = tuple(str(n).strip() for n in parts if str(n).strip())
+    unknown = [n for n in names if n not in METADATA]
+    if unknown:
+        raise problem(f"names metadata the MySQL source does not have: {', '.join(unknown)}",
+                      f"use {', '.join(METADATA)} (Flink CDC's MySQL pipeline source has "
+                      "no other)")
+    return names
+
+
+MetadataList = Annotated[tuple[str, ...], PlainValidator(_metadata_list),
+                         PlainSerializer(lambda names: ",".join(names), return_type=str)]

@@ -116,9 +116,11 @@ class TransformDef(ConfigModel):
     def keys(self) -> tuple[str, ...]:
         return _names(self.primary_keys)
 
-    def spec(self) -> RuleSpec:
+    def spec(self, metadata: tuple[str, ...] = ()) -> RuleSpec:
+        """What the sink compiles; ``metadata``: ``source.metadata.list``."""
         return RuleSpec(self.source_table, self.projection, self.filter, self.keys,
-                        (self.converter_after_transform or "").strip().upper() == SOFT_DELETE)
+                        (self.converter_after_transform or "").strip().upper() == SOFT_DELETE,
+                        metadata)
 
     def matches(self, db: str, table: str) -> bool:
         return TableSelector.parse(self.source_table, "source-table").matches(db, table)

@@ -84,7 +84,7 @@ def sink_settings(defn: PipelineDef) -> SinkSettings:
         topic_replication=sink.topic_replication_factor,
         dead_letter_topic=sink.sink_dead_letter_topic,
         events=event_options(defn),
-        transforms=tuple(rule.spec() for rule in defn.transforms),
+        transforms=tuple(rule.spec(defn.source.metadata_list) for rule in defn.transforms),
     )
 
 

@@ -18,11 +18,13 @@ the key disagree with the value: that stops the sink, naming the table and the f
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 import orjson
 
 from cdc_ingest.errors import SinkError
-from cdc_ingest.model.changelog import CHANGELOG_VERSION
+from cdc_ingest.model.changelog import CHANGELOG_VERSION, SNAPSHOT_POS
 from cdc_ingest.transform.functions import EvaluationError
 from cdc_ingest.transform.rules import Rule, RuleSpec
 
@@ -85,8 +87,11 @@ class Transformer:
             ) from None
 
     def _apply(self, rule: Rule, record: _Record) -> bytes | None:
-        meta = {"__namespace_name__": None, "__schema_name__": record.db,
-                "__table_name__": record.table}
+        meta: dict[str, Any] = {
+            "__namespace_name__": None, "__schema_name__": record.db,
+            "__table_name__": record.table,
+            # Flink CDC's op_ts: the binlog event time; 0 for a snapshot row
+            "op_ts": 0 if record.pos == SNAPSHOT_POS else record.ts_ms}
         op = record.op
         before = after = None
         passed_before = passed_after = False

@@ -19,7 +19,11 @@ import orjson
 from cdc_ingest.routing.selectors import TableSelector
 from cdc_ingest.transform.evaluate import Compiled, compile_node
 from cdc_ingest.transform.functions import EvaluationError
-from cdc_ingest.transform.parse import ExpressionError, parse_expression, parse_projection
+from cdc_ingest.transform.parse import (
+    ExpressionError,
+    parse_expression,
+    parse_projection,
+)
 
 _ROW = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _VALUE = msgspec.json.Decoder(float_hook=Decimal)
@@ -34,6 +38,7 @@ class RuleSpec:
     filter: str | None = None
     primary_keys: tuple[str, ...] = ()
     soft_delete: bool = False
+    metadata: tuple[str, ...] = ()  # source.metadata.list: names that mean metadata (op_ts)
 
 
 def encode(value: Any) -> bytes:
@@ -55,7 +60,7 @@ class _RowScope:
 
     __slots__ = ("computed", "meta_values", "raw", "values")
 
-    def __init__(self, raw: dict[str, msgspec.Raw], meta: dict[str, str | None]) -> None:
+    def __init__(self, raw: dict[str, msgspec.Raw], meta: dict[str, Any]) -> None:
         self.raw = raw
         self.values: dict[str, Any] = {}
         self.computed: dict[str, Any] = {}
@@ -75,22 +80,64 @@ class _RowScope:
         value = self.values[name] = _VALUE.decode(raw)
         return value
 
-    def meta(self, name: str) -> str | None:
+    def meta(self, name: str) -> Any:
         return self.meta_values[name]
 
 
-def compile_projection(text: str) -> list[tuple[str, Compiled | None, str | None]]:
+_KINDS = frozenset({"lit", "col", "meta", "call", "and", "or", "not", "neg", "arith", "cmp",
+                    "is", "distinct", "between", "in", "like", "case", "cast"})
+
+
+def _is_node(value: Any) -> bool:
+    return isinstance(value, tuple) and bool(value) and value[0] in _KINDS
+
+
+def _metadata(value: Any, names: tuple[str, ...]) -> Any:
+    """An expression tree with the columns named in ``source.metadata.list`` read as
+    metadata."""
+    if _is_node(value):
+        if value[0] == "col":
+            return ("meta", value[1]) if value[1] in names else value
+        if value[0] == "lit":
+            return value
+        return (value[0], *(_metadata(part, names) for part in value[1:]))
+    if isinstance(value, tuple):
+        return tuple(_metadata(part, names) for part in value)
+    return value
+
+
+def uses_metadata(value: Any, name: str) -> bool:
+    if _is_node(value) and value[0] in ("meta", "col", "lit"):
+        return value[0] == "meta" and value[1] == name
+    if isinstance(value, tuple):
+        return any(uses_metadata(part, name) for part in value)
+    return False
+
+
+def compile_projection(text: str, metadata: tuple[str, ...] = ()
+                       ) -> list[tuple[str, Compiled | None, str | None]]:
     """(output name, computed expression or None, source column or None) per item;
     ``("*", None, None)`` is the wildcard. A plain column (renamed or not) is copied."""
     out: list[tuple[str, Compiled | None, str | None]] = []
-    for name, node in parse_projection(text):
-        if node is None:
+    for name, parsed in parse_projection(text):
+        if parsed is None:
             out.append(("*", None, None))
-        elif node[0] == "col":
+            continue
+        node = _metadata(parsed, metadata)
+        if node[0] == "col":
             out.append((name, None, node[1]))
         else:
             out.append((name, compile_node(node), None))
     return out
+
+
+def op_ts_columns(text: str | None) -> frozenset[str]:
+    """The projected columns whose value depends on ``op_ts`` (verify cannot know it)."""
+    if not text:
+        return frozenset()
+    return frozenset(name for name, node in parse_projection(text)
+                     if node is not None and uses_metadata(_metadata(node, ("op_ts",)),
+                                                           "op_ts"))
 
 
 class Rule:
@@ -99,10 +146,12 @@ class Rule:
     def __init__(self, spec: RuleSpec) -> None:
         self.spec = spec
         self.selector = TableSelector.parse(spec.source_table, "transform.source-table")
-        self.items = compile_projection(spec.projection) if spec.projection else None
-        self.filter = compile_node(parse_expression(spec.filter)) if spec.filter else None
+        self.items = (compile_projection(spec.projection, spec.metadata) if spec.projection
+                      else None)
+        self.filter = (compile_node(_metadata(parse_expression(spec.filter), spec.metadata))
+                       if spec.filter else None)
 
-    def row(self, raw_row: bytes, meta: dict[str, str | None]) -> tuple[bytes, bool]:
+    def row(self, raw_row: bytes, meta: dict[str, Any]) -> tuple[bytes, bool]:
         """(projected row JSON, whether it passes the filter). Raises EvaluationError."""
         raw = _ROW.decode(raw_row)
         scope = _RowScope(raw, meta)

@@ -215,3 +215,36 @@ def test_change_events_carry_the_projected_rows() -> None:
         (b'{"TableId":"app.orders","id":1}',
          b'{"before":{"id":1,"twice":40},"after":null,"op":"d",'
          b'"source":{"db":"app","table":"orders"}}')]
+
+
+def test_op_ts_is_the_binlog_time_and_zero_for_snapshot_rows() -> None:
+    """Flink CDC's `metadata.list: op_ts` with `projection: \\*, op_ts AS opts`."""
+    t = Transformer((RuleSpec("app.orders", r"\*, op_ts AS opts", "op_ts >= 0",
+                              metadata=("op_ts",)),))
+    streamed = _parsed(t.apply(_record("+I", after={"id": 1}, pos="g#1")))
+    snapshot = _parsed(t.apply(_record("+I", after={"id": 2}, pos="snapshot")))
+    assert streamed["after"] == {"id": 1, "opts": 7}
+    assert snapshot["after"] == {"id": 2, "opts": 0}
+    # without metadata.list, op_ts is a column like any other
+    plain = Transformer((RuleSpec("app.orders", r"\*, op_ts AS opts"),))
+    assert _parsed(plain.apply(_record("+I", after={"id": 3, "op_ts": 5})))["after"] == {
+        "id": 3, "op_ts": 5, "opts": 5}
+
+
+def test_verify_leaves_op_ts_columns_out_and_accepts_either_event_type() -> None:
+    from cdc_ingest.verify.run import transformed  # noqa: PLC0415
+
+    rule = Rule(RuleSpec("app.orders", r"\*, op_ts AS opts, __data_event_type__ AS t",
+                         "amount > 1", metadata=("op_ts",)))
+    assert transformed(rule, "app.orders", {"id": 1, "amount": 2}) == (
+        {"id": 1, "amount": 2, "t": "+I"}, {"id": 1, "amount": 2, "t": "+U"})
+    assert transformed(rule, "app.orders", {"id": 1, "amount": 0}) is None
+
+
+def test_metadata_list_takes_op_ts_only() -> None:
+    from tests.unit.test_config import minimal  # noqa: PLC0415
+    from tests.unit.test_config_errors import problems_of  # noqa: PLC0415
+
+    found = problems_of(minimal(source={"metadata.list": "op_ts,row_kind"}))
+    assert "row_kind" in found["source.metadata.list"].message
+    assert found["source.metadata.list"].fix.startswith("use op_ts")
