@@ -16,8 +16,6 @@ import statistics
 import time
 from pathlib import Path
 
-import orjson
-
 from cdc_ingest.sink.serde import SinkSerde
 from cdc_ingest.transform.rules import RuleSpec
 

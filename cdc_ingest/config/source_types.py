@@ -143,4 +143,4 @@ def _metadata_list(value: Any) -> tuple[str, ...]:
 
 
 MetadataList = Annotated[tuple[str, ...], PlainValidator(_metadata_list),
-                         PlainSerializer(lambda names: ",".join(names), return_type=str)]
+                         PlainSerializer(",".join, return_type=str)]
