@@ -42,6 +42,9 @@ class CaptureOptions:
     partitions: int
     replication_factor: int
     captured: Callable[[str, str], bool]
+    # [source.tables, source.tables.exclude] as written: recorded with the position
+    selection: list[str | None]
+    newly_added_tables: bool  # scan.newly-added-table.enabled
     key_columns: KeyColumns
     tinyint1_as_boolean: bool
     startup: StartupSpec
@@ -84,6 +87,8 @@ def capture_options(defn: PipelineDef) -> CaptureOptions:
         partitions=p.parallelism,
         replication_factor=defn.sink.topic_replication_factor or -1,  # -1: broker default
         captured=s.captures,
+        selection=[str(s.tables), None if s.tables_exclude is None else str(s.tables_exclude)],
+        newly_added_tables=s.scan_newly_added_table_enabled,
         key_columns=defn.key_columns_for,
         tinyint1_as_boolean=s.treat_tinyint1_as_boolean_enabled,
         startup=startup_spec(defn),

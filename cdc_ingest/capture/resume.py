@@ -28,6 +28,7 @@ from cdc_ingest.errors import (
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import Catalog
 from cdc_ingest.mysql.gtid import advance_gtid_set, has_gtid
+from cdc_ingest.routing.selectors import TableSelector
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,7 @@ def start_position(options: CaptureOptions, store: PositionStore,
     start = store.load()
     if start is not None:
         log.info("resuming from committed position %s", start.describe())
+        start = added_tables(options, start, catalog)
     else:
         start = first_position(options.startup, catalog)
         if options.startup.mode == "timestamp" and options.startup.timestamp_ms:
@@ -74,6 +76,7 @@ def start_position(options: CaptureOptions, store: PositionStore,
                      len(tables), start.describe())
             state = SnapshotState([list(t) for t in tables], server=catalog.server_identity())
             start = replace(start, snapshot=state.as_json())
+        start = replace(start, tables=options.selection)
     why = catalog.purged_before(start)
     if why is not None:
         raise PositionPurgedError(
@@ -81,6 +84,51 @@ def start_position(options: CaptureOptions, store: PositionStore,
             f"{start.describe()!r}: {why}. Fix: {PURGED_FIX}."
         )
     return start, skip_before_s
+
+
+def _selects(selection: list[str | None], db: str, table: str) -> bool:
+    tables, exclude = selection[0], selection[1] if len(selection) > 1 else None
+    if not tables or not TableSelector.parse(tables).matches(db, table):
+        return False
+    return exclude is None or not TableSelector.parse(exclude, "tables.exclude").matches(db, table)
+
+
+def added_tables(options: CaptureOptions, start: Position, catalog: Catalog) -> Position:
+    """``start`` with a snapshot of the tables the selection took in since the run that
+    committed it (``scan.newly-added-table.enabled``), and the selection now. A table the old
+    selection took in is in the changelog from its first row (snapshot, or created later
+    and read from the binlog), so only the others are read."""
+    before = start.tables
+    if before is None or before == options.selection:
+        return replace(start, tables=options.selection)
+    added = sorted(t for t in catalog.tables()
+                   if options.captured(*t) and not _selects(before, *t))
+    if not added:
+        return replace(start, tables=options.selection)
+    names = ", ".join(f"{db}.{table}" for db, table in added)
+    if not options.newly_added_tables:
+        raise ConfigError(ConfigProblem(
+            "source.tables", f"now also selects {names}, whose existing rows were never "
+            "captured (the pipeline ran with another selection)",
+            "set scan.newly-added-table.enabled: true to snapshot them at this start while "
+            "the binlog goes on, or restore the earlier tables / tables.exclude"))
+    state = SnapshotState.from_json(start.snapshot) if start.snapshot is not None else None
+    if state is not None and state.rekey is not None:
+        raise SourceError(
+            f"{names} were added to source.tables while a re-key of "
+            f"{state.rekey['db']}.{state.rekey['table']} is unfinished. Fix: start once with "
+            "the earlier tables until capture logs that the re-key is done, then add them")
+    server = catalog.server_identity()
+    if state is None:
+        state = SnapshotState([list(t) for t in added], server=server)
+    elif state.done:  # the earlier snapshot's chunks still filter the binlog
+        state = SnapshotState([list(t) for t in added], chunks=state.chunks,
+                              server=state.server or server)
+    else:  # unfinished: the added tables come after its own
+        state.tables.extend(list(t) for t in added if list(t) not in state.tables)
+    log.info("scan.newly-added-table.enabled: snapshot of %d added table(s) (%s) first, then "
+             "the binlog from %s", len(added), names, start.describe())
+    return replace(start, snapshot=state.as_json(), tables=options.selection)
 
 
 def same_server(state: SnapshotState, catalog: Catalog) -> None:

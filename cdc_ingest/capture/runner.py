@@ -88,6 +88,10 @@ class Capture:
                     return
             else:
                 planner = snapshotter(o, 0)
+                if not state.done and state.chunks:
+                    db, table = state.tables[state.table]
+                    log.info("snapshot goes on at %s.%s after key %s (%d chunk(s) committed)",
+                             db, table, state.after, len(state.chunks))
                 if not state.done:
                     SnapshotPhase(o, self._producer, checkpoint, planner, guard,
                                   self.stopping).run(state)

@@ -117,6 +117,15 @@ class MySqlSourceDef(ConfigModel):
     treat_tinyint1_as_boolean_enabled: bool = Field(
         True, alias="treat-tinyint1-as-boolean.enabled",
         description="TINYINT(1) as JSON boolean")
+    scan_newly_added_table_enabled: bool = Field(
+        False, alias="scan.newly-added-table.enabled",
+        description="a table added to `tables` (or taken out of `tables.exclude`) between two "
+        "runs is snapshotted at the next start, while the binlog goes on; off: such a start "
+        "stops, naming the tables (operations.md)")
+    scan_binlog_newly_added_table_enabled: bool = Field(
+        True, alias="scan.binlog.newly-added-table.enabled",
+        description="tables created while capture runs are captured from their first row "
+        "whatever this says (a created table has no earlier rows to snapshot)")
     metadata_list: MetadataList = Field(
         (), alias="metadata.list", examples=["op_ts"],
         description="metadata transform rules may use: `op_ts`, the change's binlog time in "

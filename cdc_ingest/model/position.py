@@ -31,6 +31,10 @@ class Position:
     # Progress of the initial snapshot (see cdc_ingest.capture.snapshot.state.SnapshotState), kept
     # until the binlog phase has passed every chunk's high watermark; None afterwards.
     snapshot: dict[str, Any] | None = None
+    # The table selection capture ran with (``[source.tables, source.tables.exclude]``), so a
+    # later start can tell which tables were added since (scan.newly-added-table.enabled);
+    # None in positions written before it was recorded.
+    tables: list[str | None] | None = None
 
     def with_rows(self, rows_done: int) -> Position:
         return replace(self, rows_done=rows_done)
@@ -52,6 +56,7 @@ class Position:
                 "rows_done": self.rows_done,
                 "ts_ms": self.ts_ms,
                 "snapshot": self.snapshot,
+                "tables": self.tables,
             }
         )
 
@@ -66,4 +71,5 @@ class Position:
             rows_done=int(body.get("rows_done") or 0),
             ts_ms=int(body.get("ts_ms") or 0),
             snapshot=body.get("snapshot"),
+            tables=body.get("tables"),
         )

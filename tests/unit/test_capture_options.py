@@ -48,3 +48,53 @@ def test_snapshot_modes_read_chunks_with_the_next_server_id(mode: str) -> None:
 def test_default_startup_mode_is_initial() -> None:
     text = YAML.replace("  scan.startup.mode: {mode}\n", "")
     assert capture_options(parse_pipeline(text, ENV)).startup.mode == "initial"
+
+
+class _Catalog:
+    """The two facts added_tables asks of the server."""
+
+    def __init__(self, tables: list[tuple[str, str]]) -> None:
+        self._tables = tables
+
+    def tables(self) -> list[tuple[str, str]]:
+        return self._tables
+
+    def server_identity(self) -> str:
+        return "server_id=1"
+
+
+def _options(tables: str, newly: bool = True) -> object:
+    text = YAML.replace("{mode}", "initial").replace("shop.\\\\.*", tables)
+    if newly:
+        text = text.replace("  server-id: 5401", "  server-id: 5401\n"
+                            "  scan.newly-added-table.enabled: true")
+    return capture_options(parse_pipeline(text, ENV))
+
+
+def test_tables_added_between_runs_are_snapshotted_first() -> None:
+    from cdc_ingest.capture.resume import added_tables  # noqa: PLC0415
+    from cdc_ingest.capture.snapshot.state import SnapshotState  # noqa: PLC0415
+    from cdc_ingest.errors import ConfigError  # noqa: PLC0415
+    from cdc_ingest.model import Position  # noqa: PLC0415
+
+    catalog = _Catalog([("shop", "a"), ("shop", "b"), ("shop", "c"), ("app", "x")])
+    committed = Position(gtid_set="0-1-5", file="b.1", pos=4, tables=["shop.a,shop.c", None])
+    options = _options(r"shop.\.*")
+    start = added_tables(options, committed, catalog)  # type: ignore[arg-type]
+    state = SnapshotState.from_json(start.snapshot or {})
+    assert state.tables == [["shop", "b"]] and not state.done  # a and c were captured
+    assert start.tables == [r"shop.\.*", None] and (start.file, start.pos) == ("b.1", 4)
+    # the same selection: nothing to read; a position from before the selection was kept
+    assert added_tables(options, start, catalog).snapshot == start.snapshot  # type: ignore[arg-type]
+    old = Position(gtid_set="0-1-5")
+    assert added_tables(options, old, catalog).snapshot is None  # type: ignore[arg-type]
+    # an unfinished snapshot gets the added tables after its own
+    running = Position(file="b.1", pos=4, tables=["shop.a", None],
+                       snapshot=SnapshotState([["shop", "a"]], server="server_id=1").as_json())
+    merged = SnapshotState.from_json(
+        added_tables(options, running, catalog).snapshot or {})  # type: ignore[arg-type]
+    assert merged.tables == [["shop", "a"], ["shop", "b"], ["shop", "c"]]
+    # without the option, the start stops naming the tables and the fix
+    with pytest.raises(ConfigError, match=r"now also selects shop\.b") as caught:
+        added_tables(_options(r"shop.\.*", newly=False), committed, catalog)  # type: ignore[arg-type]
+    assert "scan.newly-added-table.enabled: true" in caught.value.problems[0].fix
