@@ -110,6 +110,20 @@ class RawRecord(msgspec.Struct):
     ts_ms: int
 
 
+class FullRecord(msgspec.Struct):
+    """A record with both row images, each its raw JSON text (change events, transforms)."""
+
+    v: int
+    op: str
+    db: str | None
+    table: str | None
+    pk: msgspec.Raw
+    before: msgspec.Raw
+    after: msgspec.Raw
+    ts_ms: int
+    pos: str = ""
+
+
 class ColumnsRecord(msgspec.Struct):
     """The same with ``pk`` and ``after`` as their columns, each value its raw JSON text."""
 
@@ -148,6 +162,7 @@ class DdlRecord(msgspec.Struct):
 
 decode_record = msgspec.json.Decoder(RawRecord).decode
 decode_record_columns = msgspec.json.Decoder(ColumnsRecord).decode
+decode_full_record = msgspec.json.Decoder(FullRecord).decode
 decode_ddl = msgspec.json.Decoder(DdlRecord).decode
 
 

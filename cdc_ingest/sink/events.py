@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import msgspec
 import orjson
 
-from cdc_ingest.model.changelog import DdlRecord, check_version, decode_ddl
+from cdc_ingest.model.changelog import DdlRecord, check_version, decode_ddl, decode_full_record
 from cdc_ingest.routing.routes import Router
 from cdc_ingest.routing.selectors import table_id_selector
 from cdc_ingest.sink.serde import Headers, SinkMessage
@@ -44,20 +44,6 @@ _OPS = {"+I": (b"c", b"INSERT"), "+U": (b"u", b"UPDATE"), "-D": (b"d", b"DELETE"
 _REGEX_CHARS = frozenset("\\*+?[](){}|^$,")
 
 
-class _Record(msgspec.Struct):
-    """A changelog record with both row images, each its raw JSON text."""
-
-    v: int
-    op: str
-    db: str | None
-    table: str | None
-    pk: msgspec.Raw
-    before: msgspec.Raw
-    after: msgspec.Raw
-    ts_ms: int
-
-
-_decode = msgspec.json.Decoder(_Record).decode
 decode_columns = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 
 
@@ -209,7 +195,7 @@ class EventSerde:
             if changed is None:
                 return self._transform.ts_ms
             value = changed
-        record = _decode(value)
+        record = decode_full_record(value)
         check_version(record.v)
         if record.op == "DDL":
             self.ddl = decode_ddl(value)

@@ -24,24 +24,15 @@ import msgspec
 import orjson
 
 from cdc_ingest.errors import SinkError
-from cdc_ingest.model.changelog import CHANGELOG_VERSION, SNAPSHOT_POS
+from cdc_ingest.model.changelog import (
+    CHANGELOG_VERSION,
+    SNAPSHOT_POS,
+    FullRecord,
+    decode_full_record,
+)
 from cdc_ingest.transform.functions import EvaluationError
 from cdc_ingest.transform.rules import Rule, RuleSpec
 
-
-class _Record(msgspec.Struct):
-    v: int
-    op: str
-    db: str | None
-    table: str | None
-    pk: msgspec.Raw
-    before: msgspec.Raw
-    after: msgspec.Raw
-    ts_ms: int
-    pos: str = ""
-
-
-_decode = msgspec.json.Decoder(_Record).decode
 _KEY = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _NULL = b"null"
 
@@ -70,7 +61,7 @@ class Transformer:
         (filtered out)."""
         if b'"op":"DDL"' in value[:40]:
             return value
-        record = _decode(value)
+        record = decode_full_record(value)
         if record.db is None or record.table is None or record.op == "DDL":
             return value
         rule = self.rule(record.db, record.table)
@@ -86,7 +77,7 @@ class Transformer:
                 "for such rows, then start again: nothing after this row was written."
             ) from None
 
-    def _apply(self, rule: Rule, record: _Record) -> bytes | None:
+    def _apply(self, rule: Rule, record: FullRecord) -> bytes | None:
         meta: dict[str, Any] = {
             "__namespace_name__": None, "__schema_name__": record.db,
             "__table_name__": record.table,
@@ -120,7 +111,7 @@ class Transformer:
                    after or _NULL, record.ts_ms, orjson.dumps(record.pos))
 
     @staticmethod
-    def _check_key(rule: Rule, record: _Record, row: bytes | None) -> None:
+    def _check_key(rule: Rule, record: FullRecord, row: bytes | None) -> None:
         if row is None or rule.items is None:
             return
         key = _KEY.decode(bytes(record.pk))
