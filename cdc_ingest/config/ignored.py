@@ -4,8 +4,7 @@ A Flink CDC pipeline file is meant to run here unchanged (docs/flink-cdc-compati
 An option that only tunes Flink's own machinery is taken out before validation and reported
 as a warning (``validate`` prints them, capture logs them at start), never dropped
 silently. An option whose effect matters to the output or to security (TLS settings in
-``jdbc.properties.*``, a chunk key column, metadata columns) is not listed here: it is
-refused as unknown until it is built.
+``jdbc.properties.*``) is not listed here: it is refused as unknown until it is built.
 """
 
 from __future__ import annotations
@@ -25,6 +24,11 @@ IGNORED: dict[str, dict[str, str]] = {
         "order, each bounded by scan.incremental.snapshot.chunk.size, so the last chunk holds "
         "only the rows after the last bound",
         "include-comments.enabled": "table and column comments are not part of the output",
+        "scan.incremental.snapshot.chunk.key-column": "snapshot chunks always follow the "
+        "table's key (its primary key, or the transform's primary-keys / tables.key-columns), "
+        "which keeps every chunk exact; the output does not depend on the chunk column",
+        "scan.incremental.snapshot.backfill.skip": "the snapshot always reconciles each chunk "
+        "with the binlog, so it stays exactly-once (skipping it would only weaken that)",
         "schema-change.enabled": "DDL is always read, because it decides what the sink topics "
         "must get (tombstones after TRUNCATE, re-keys); pipeline.schema.change.behavior "
         "chooses what a schema change does",

@@ -393,12 +393,15 @@ def test_the_schema_topic_differs_from_the_other_internal_topics() -> None:
 
 def test_flink_options_without_effect_here_are_accepted_each_with_why() -> None:
     doc = minimal(source={"debezium.snapshot.mode": "never", "connection.pool.size": 20,
-                          "schema-change.enabled": True, "server-time-zone": "UTC"},
+                          "schema-change.enabled": True, "server-time-zone": "UTC",
+                          "scan.incremental.snapshot.chunk.key-column": "id",
+                          "scan.incremental.snapshot.backfill.skip": True},
                   pipeline={"local-time-zone": "Asia/Shanghai"})
     defn = parse_pipeline(yaml.safe_dump(doc), {})
     assert sorted(w.split(":")[0] for w in defn.warnings) == [
         "pipeline.local-time-zone", "source.connection.pool.size",
-        "source.debezium.snapshot.mode", "source.schema-change.enabled",
+        "source.debezium.snapshot.mode", "source.scan.incremental.snapshot.backfill.skip",
+        "source.scan.incremental.snapshot.chunk.key-column", "source.schema-change.enabled",
         "source.server-time-zone"]
     assert all(("ignored, " in w or "accepted, but" in w) and len(w) > 60
                for w in defn.warnings)
