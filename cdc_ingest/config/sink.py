@@ -39,6 +39,11 @@ class DeliveryGuarantee(StrEnum):
     EXACTLY_ONCE = "exactly-once"
 
 
+class KeyJsonEncoding(StrEnum):
+    UTF8 = "utf-8"
+    JACKSON = "jackson"
+
+
 class ValueFieldsInclude(StrEnum):
     ALL = "ALL"
     EXCEPT_KEY = "EXCEPT_KEY"
@@ -75,6 +80,7 @@ def _properties(value: Any) -> MaskedDict:
 KafkaFormat = Annotated[str, PlainValidator(_format)]
 Delivery = Annotated[DeliveryGuarantee, choice(DeliveryGuarantee)]
 FieldsInclude = Annotated[ValueFieldsInclude, choice(ValueFieldsInclude)]
+KeyEncoding = Annotated[KeyJsonEncoding, choice(KeyJsonEncoding)]
 
 
 def _masked(props: MaskedDict) -> dict[str, str]:
@@ -194,12 +200,22 @@ class UpsertKafkaSinkDef(KafkaSinkBase):
         "only in the key)")
     key_format: KafkaFormat = Field("json", alias="key.format",
                                     description="format of the record keys; only json")
+    key_json_encoding: KeyEncoding = Field(
+        KeyJsonEncoding.UTF8, alias="key.json.encoding",
+        description="`utf-8`: keys as capture writes them; `jackson`: byte for byte as "
+        "Flink's json format writes them (characters beyond the BMP as `\\uD83D\\uDD11`, "
+        "control characters as `\\u001F`), for a topic a Flink job also writes; changing it "
+        "on a running pipeline changes such keys (output-contract.md, \"Keys\")")
     value_format: KafkaFormat = Field("json", alias="value.format",
                                       description="format of the record values; only json")
 
     @property
     def except_key(self) -> bool:
         return self.value_fields_include is ValueFieldsInclude.EXCEPT_KEY
+
+    @property
+    def jackson_keys(self) -> bool:
+        return self.key_json_encoding is KeyJsonEncoding.JACKSON
 
     @property
     def buffer_flush_enabled(self) -> bool:

@@ -34,6 +34,7 @@ import orjson
 from cdc_ingest.model.changelog import DdlRecord, check_version, decode_ddl, decode_full_record
 from cdc_ingest.routing.routes import Router
 from cdc_ingest.routing.selectors import table_id_selector
+from cdc_ingest.sink.jackson import jackson_json
 from cdc_ingest.sink.serde import Headers, SinkMessage
 from cdc_ingest.transform.records import Transformer
 from cdc_ingest.transform.rules import RuleSpec
@@ -174,7 +175,8 @@ class EventSerde:
         if self._csv:
             values = decode_columns(pk).values()
             return b",".join([target.key_head, *(_csv_value(bytes(v)).encode() for v in values)])
-        return target.key_head + (b"}" if pk == b"{}" else b"," + pk[1:])
+        # Flink CDC's json key is Jackson's: the same bytes for the same key
+        return jackson_json(target.key_head + (b"}" if pk == b"{}" else b"," + pk[1:]))
 
     def value(self, target: Target, op: str, pk: bytes, before: bytes, after: bytes) -> bytes:
         debezium_op, canal_type = _OPS[op]

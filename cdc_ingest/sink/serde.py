@@ -30,6 +30,7 @@ from cdc_ingest.model.changelog import (
     decode_record,
     decode_record_columns,
 )
+from cdc_ingest.sink.jackson import jackson_json
 from cdc_ingest.transform.records import Transformer
 from cdc_ingest.transform.rules import RuleSpec
 
@@ -56,8 +57,9 @@ class SinkSerde:
     """
 
     def __init__(self, topics: Topics, except_key: bool, with_headers: bool,
-                 transforms: tuple[RuleSpec, ...] = ()) -> None:
+                 transforms: tuple[RuleSpec, ...] = (), jackson_keys: bool = False) -> None:
         self._topics = topics
+        self._jackson = jackson_keys
         self._transform = Transformer(transforms) if transforms else None
         self._except_key = except_key
         self._with_headers = with_headers
@@ -104,6 +106,8 @@ class SinkSerde:
         topics, headers, name = route
         if key is None:
             key = bytes(record.pk)
+        if self._jackson:
+            key = jackson_json(key)
         body = None if op == "-D" else bytes(record.after)
         if len(topics) == 1:
             out.append((topics[0], key, body, headers, ts, name))
@@ -125,6 +129,8 @@ class SinkSerde:
         pk = record.pk or {}
         if key is None:
             key = b"null" if record.pk is None else _json(pk)
+        if self._jackson:
+            key = jackson_json(key)
         body = None
         if op != "-D":
             after = record.after

@@ -45,6 +45,8 @@ class SinkSettings:
     events: EventOptions | None = None
     # transform: rules (cdc_ingest.transform.records), applied before either serde
     transforms: tuple[RuleSpec, ...] = ()
+    # key.json.encoding: jackson (upsert keys as Flink's json format spells them)
+    jackson_keys: bool = False
 
     def producer_config(self) -> dict[str, Any]:
         return {"message.max.bytes": self.max_message_bytes, **self.kafka}
@@ -85,6 +87,7 @@ def sink_settings(defn: PipelineDef) -> SinkSettings:
         dead_letter_topic=sink.sink_dead_letter_topic,
         events=event_options(defn),
         transforms=tuple(rule.spec(defn.source.metadata_list) for rule in defn.transforms),
+        jackson_keys=getattr(sink, "jackson_keys", False),
     )
 
 

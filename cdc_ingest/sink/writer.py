@@ -108,7 +108,7 @@ def make_serde(settings: SinkSettings) -> Serde:
         return EventSerde(settings.router, settings.events, settings.with_headers,
                           settings.transforms)
     return SinkSerde(settings.router.sink_topics, settings.except_key, settings.with_headers,
-                     settings.transforms)
+                     settings.transforms, settings.jackson_keys)
 
 
 def _serde(settings: SinkSettings, group: GroupOffsets,

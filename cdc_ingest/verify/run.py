@@ -17,7 +17,7 @@ from cdc_ingest.transform.rules import Rule, op_ts_columns
 from cdc_ingest.verify.diff import TopicCheck, TopicResult
 from cdc_ingest.verify.mysql import MySqlSide, RowConverter, TableShape
 from cdc_ingest.verify.report import summary_line, topic_lines
-from cdc_ingest.verify.topics import latest_values
+from cdc_ingest.verify.topics import canonical_key, latest_values
 from cdc_ingest.verify.values import dumps, parse
 
 log = logging.getLogger(__name__)
@@ -51,13 +51,14 @@ def event_serde(defn: PipelineDef) -> EventSerde | None:
 
 
 def _expected_key(events: EventSerde | None, name: str, topic: str, key: bytes) -> bytes:
-    """The message key of a MySQL row whose canonical key JSON is ``key``."""
+    """The message key of a MySQL row whose canonical key JSON is ``key``, in the canonical
+    form verify reads topic keys in (so `key.json.encoding` spellings compare equal)."""
     if events is None:
         return key
     db, _, table = name.partition(".")
     for target in events.targets(db, table):
         if target.topic == topic:
-            return events.key(target, key)  # canonical already: built from canonical parts
+            return canonical_key(events.key(target, key))
     return key
 
 
