@@ -84,7 +84,9 @@ def test_created_and_added_tables_are_snapshotted_and_streamed(
                             [(i, f"n{i}", i) for i in range(1, 3001)])
     config = write_pipeline(
         tmp_path / "p.yaml", source, kafka, f"na-{db}", rf"{db}.a\.*",
-        source={"scan.startup.mode": "initial", "scan.incremental.snapshot.chunk.size": 200},
+        # 60 chunks of b: capture reads them for seconds, so the kill below (after 3) lands
+        # inside that snapshot whatever the machine's speed
+        source={"scan.startup.mode": "initial", "scan.incremental.snapshot.chunk.size": 50},
         sink={"sink.delivery-guarantee": "exactly-once"})
     logs = {"capture": tmp_path / "capture.log", "sink": tmp_path / "sink.log"}
     procs = {n: start_command(n, config, logs[n]) for n in logs}
