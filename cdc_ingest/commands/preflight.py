@@ -173,8 +173,8 @@ def _keys(
             try:
                 catalog.check_unique(d, t, configured)
             except SourceError as exc:
-                yield Check("configured keys", False, str(exc).split(". Fix: ")[0],
-                            str(exc).split(". Fix: ")[-1])
+                what, _, fix = str(exc).partition(". Fix: ")
+                yield Check("configured keys", False, what, fix)
     yield Check(
         "primary keys",
         not keyless,

@@ -12,7 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from cdc_ingest.config.durations import Duration
 from cdc_ingest.config.problems import problem, raise_problems
-from cdc_ingest.config.source_types import selector
+from cdc_ingest.config.source_types import checked_selector
 from cdc_ingest.config.types import ConfigModel, KafkaTopic, choice, is_safe_id, slug
 from cdc_ingest.errors import ConfigError
 from cdc_ingest.routing.routes import GROUP_REFERENCE, RouteMode, RouteRule
@@ -142,11 +142,7 @@ class RouteDef(ConfigModel):
     @field_validator("source_table")
     @classmethod
     def _selector(cls, value: str) -> str:
-        try:
-            selector(value, "source-table")
-        except ConfigError as exc:
-            raise problem(exc.problems[0].message, exc.problems[0].fix) from None
-        return value
+        return checked_selector(value, "source-table")
 
     @model_validator(mode="after")
     def _sink_table(self) -> RouteDef:

@@ -80,6 +80,15 @@ def selector(text: str, option: str) -> TableSelector:
     return TableSelector.parse(text, option)
 
 
+def checked_selector(value: str, option: str) -> str:
+    """A selector text as a validator takes it: parsed (and cached), or the problem."""
+    try:
+        selector(value, option)
+    except ConfigError as exc:
+        raise problem(exc.problems[0].message, exc.problems[0].fix) from None
+    return value
+
+
 def _selector_field(option: str) -> PlainValidator:
     def parse(value: Any) -> TableSelector:
         if isinstance(value, TableSelector):

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
-from cdc_ingest.config.problems import Found, problem, raise_problems
+from cdc_ingest.config.problems import Found, raise_problems
+from cdc_ingest.config.source_types import checked_selector, selector
 from cdc_ingest.config.types import ConfigModel
-from cdc_ingest.errors import ConfigError
-from cdc_ingest.routing.selectors import TableSelector
 from cdc_ingest.transform.parse import ExpressionError
 from cdc_ingest.transform.rules import RuleSpec, check_rule, compile_projection
 
@@ -56,11 +55,7 @@ class TransformDef(ConfigModel):
     @field_validator("source_table")
     @classmethod
     def _selector(cls, value: str) -> str:
-        try:
-            TableSelector.parse(value, "source-table")
-        except ConfigError as exc:
-            raise problem(exc.problems[0].message, exc.problems[0].fix) from None
-        return value
+        return checked_selector(value, "source-table")
 
     @model_validator(mode="after")
     def _expressions(self) -> TransformDef:
@@ -123,4 +118,4 @@ class TransformDef(ConfigModel):
                         metadata)
 
     def matches(self, db: str, table: str) -> bool:
-        return TableSelector.parse(self.source_table, "source-table").matches(db, table)
+        return selector(self.source_table, "source-table").matches(db, table)

@@ -103,7 +103,7 @@ class Transformer:
             return None
         if op == "-D" and rule.spec.soft_delete:
             op, before, after = "+I", None, before
-        self._check_key(rule, record, after if after is not None else before)
+        self._check_key(rule, record)
         return b'{"v":%d,"op":"%s","db":%b,"table":%b,"pk":%b,"before":%b,"after":%b,' \
                b'"ts_ms":%d,"pos":%b}' % (
                    CHANGELOG_VERSION, op.encode(), orjson.dumps(record.db),
@@ -111,12 +111,10 @@ class Transformer:
                    after or _NULL, record.ts_ms, orjson.dumps(record.pos))
 
     @staticmethod
-    def _check_key(rule: Rule, record: FullRecord, row: bytes | None) -> None:
-        if row is None or rule.items is None:
+    def _check_key(rule: Rule, record: FullRecord) -> None:
+        if rule.items is None:
             return
-        key = _KEY.decode(bytes(record.pk))
-        values = _KEY.decode(row)
-        wrong = [k for k, raw in key.items() if bytes(values.get(k, b"")) != bytes(raw)]
+        wrong = rule.dropped_keys(tuple(_KEY.decode(bytes(record.pk))))
         if wrong:
             raise SinkError(
                 f"transform of {record.db}.{record.table} ({rule.spec.source_table}): the "

@@ -54,6 +54,18 @@ def encode(value: Any) -> bytes:
     return orjson.dumps(value)
 
 
+def lookup(raw: dict[str, msgspec.Raw], name: str) -> msgspec.Raw:
+    """A column of the row by name; a name in another case when it is the only match (MySQL
+    column names are case-insensitive)."""
+    hit = raw.get(name)
+    if hit is not None:
+        return hit
+    folded = [k for k in raw if k.lower() == name.lower()]
+    if len(folded) != 1:
+        raise EvaluationError(f"the row has no column {name!r}")
+    return raw[folded[0]]
+
+
 class _RowScope:
     """What an expression sees: computed columns first (a filter may use them), then the
     source row, then the metadata."""
@@ -71,13 +83,7 @@ class _RowScope:
             return self.computed[name]
         if name in self.values:
             return self.values[name]
-        raw = self.raw.get(name)
-        if raw is None:
-            folded = [k for k in self.raw if k.lower() == name.lower()]
-            if len(folded) != 1:
-                raise EvaluationError(f"the row has no column {name!r}")
-            raw = self.raw[folded[0]]
-        value = self.values[name] = _VALUE.decode(raw)
+        value = self.values[name] = _VALUE.decode(lookup(self.raw, name))
         return value
 
     def meta(self, name: str) -> Any:
@@ -114,30 +120,25 @@ def uses_metadata(value: Any, name: str) -> bool:
     return False
 
 
+def _projection(text: str, metadata: tuple[str, ...]) -> list[tuple[str, Any]]:
+    """(output name, tree with metadata names resolved, or None for ``*``) per item."""
+    return [(name, None if node is None else _metadata(node, metadata))
+            for name, node in parse_projection(text)]
+
+
 def compile_projection(text: str, metadata: tuple[str, ...] = ()
                        ) -> list[tuple[str, Compiled | None, str | None]]:
     """(output name, computed expression or None, source column or None) per item;
     ``("*", None, None)`` is the wildcard. A plain column (renamed or not) is copied."""
-    out: list[tuple[str, Compiled | None, str | None]] = []
-    for name, parsed in parse_projection(text):
-        if parsed is None:
-            out.append(("*", None, None))
-            continue
-        node = _metadata(parsed, metadata)
-        if node[0] == "col":
-            out.append((name, None, node[1]))
-        else:
-            out.append((name, compile_node(node), None))
-    return out
+    return [_compiled(name, node) for name, node in _projection(text, metadata)]
 
 
-def op_ts_columns(text: str | None) -> frozenset[str]:
-    """The projected columns whose value depends on ``op_ts`` (verify cannot know it)."""
-    if not text:
-        return frozenset()
-    return frozenset(name for name, node in parse_projection(text)
-                     if node is not None and uses_metadata(_metadata(node, ("op_ts",)),
-                                                           "op_ts"))
+def _compiled(name: str, node: Any) -> tuple[str, Compiled | None, str | None]:
+    if node is None:
+        return ("*", None, None)
+    if node[0] == "col":
+        return (name, None, node[1])
+    return (name, compile_node(node), None)
 
 
 class Rule:
@@ -146,10 +147,38 @@ class Rule:
     def __init__(self, spec: RuleSpec) -> None:
         self.spec = spec
         self.selector = TableSelector.parse(spec.source_table, "transform.source-table")
-        self.items = (compile_projection(spec.projection, spec.metadata) if spec.projection
-                      else None)
-        self.filter = (compile_node(_metadata(parse_expression(spec.filter), spec.metadata))
-                       if spec.filter else None)
+        trees = _projection(spec.projection, spec.metadata) if spec.projection else None
+        condition = (_metadata(parse_expression(spec.filter), spec.metadata) if spec.filter
+                     else None)
+        self.items = None if trees is None else [_compiled(n, t) for n, t in trees]
+        self.filter = compile_node(condition) if condition is not None else None
+        # what verify needs: columns computed from op_ts (MySQL's rows cannot tell it), and
+        # whether __data_event_type__ can change what a row is written as
+        self.op_ts_columns = frozenset(
+            name for name, tree in trees or () if tree is not None
+            and uses_metadata(tree, "op_ts"))
+        self.uses_event_type = uses_metadata((tuple(t for _, t in trees or ()), condition),
+                                             "__data_event_type__")
+        self._kept: dict[tuple[str, ...], list[str]] = {}
+
+    def dropped_keys(self, keys: tuple[str, ...]) -> list[str]:
+        """The key columns the projection does not write as they are (computed, taken from
+        another column, or left out), worked out once per key."""
+        hit = self._kept.get(keys)
+        if hit is None:
+            hit = self._kept[keys] = [k for k in keys if not self._keeps(k)]
+        return hit
+
+    def _keeps(self, key: str) -> bool:
+        if self.items is None:
+            return True
+        kept = False
+        for name, compiled, source in self.items:  # a later item of a name replaces it
+            if name == "*":
+                kept = True
+            elif name == key:
+                kept = compiled is None and source is not None and source.lower() == key.lower()
+        return kept
 
     def row(self, raw_row: bytes, meta: dict[str, Any]) -> tuple[bytes, bool]:
         """(projected row JSON, whether it passes the filter). Raises EvaluationError."""
@@ -165,7 +194,7 @@ class Rule:
                         out[column] = orjson.Fragment(bytes(value))
                 elif compiled is None:
                     assert source is not None
-                    out[name] = orjson.Fragment(bytes(self._source(raw, source)))
+                    out[name] = orjson.Fragment(bytes(lookup(raw, source)))
                 else:
                     try:
                         value = compiled(scope)
@@ -180,16 +209,6 @@ class Rule:
             return out_bytes, self.filter(scope) is True
         except EvaluationError as exc:
             raise EvaluationError(f"filter: {exc}") from None
-
-    @staticmethod
-    def _source(raw: dict[str, msgspec.Raw], name: str) -> msgspec.Raw:
-        hit = raw.get(name)
-        if hit is not None:
-            return hit
-        folded = [k for k in raw if k.lower() == name.lower()]
-        if len(folded) != 1:
-            raise EvaluationError(f"the row has no column {name!r}")
-        return raw[folded[0]]
 
 
 def check_rule(spec: RuleSpec) -> None:

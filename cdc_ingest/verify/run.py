@@ -13,7 +13,7 @@ from cdc_ingest.mysql import connection_settings
 from cdc_ingest.sink.events import EventSerde
 from cdc_ingest.sink.settings import event_options
 from cdc_ingest.transform.functions import EvaluationError
-from cdc_ingest.transform.rules import Rule, op_ts_columns
+from cdc_ingest.transform.rules import Rule
 from cdc_ingest.verify.diff import TopicCheck, TopicResult
 from cdc_ingest.verify.mysql import MySqlSide, RowConverter, TableShape
 from cdc_ingest.verify.report import summary_line, topic_lines
@@ -100,7 +100,7 @@ def _check_topic(
                     break
                 if projected is not None:
                     check.row(name, expected_key, shape.key, *projected,
-                              ignored=_unknowable(rule))
+                              ignored=rule.op_ts_columns)
     return check.finish()
 
 
@@ -121,17 +121,14 @@ def transformed(rule: Rule, name: str, row: dict[str, Any]
     inserted, passed = rule.row(raw, meta)
     if not passed:
         return None
+    ignored = rule.op_ts_columns
+    first = {k: v for k, v in parse(inserted).items() if k not in ignored}
+    if not rule.uses_event_type:
+        return first, None
     meta["__data_event_type__"] = "+U"
     updated, _ = rule.row(raw, meta)
-    ignored = _unknowable(rule)
-    first = {k: v for k, v in parse(inserted).items() if k not in ignored}
     second = {k: v for k, v in parse(updated).items() if k not in ignored}
     return first, (second if second != first else None)
-
-
-def _unknowable(rule: Rule) -> frozenset[str]:
-    """Columns whose value depends on ``op_ts``, which MySQL's rows do not tell."""
-    return op_ts_columns(rule.spec.projection) if "op_ts" in rule.spec.metadata else frozenset()
 
 
 def verify_pipeline(
