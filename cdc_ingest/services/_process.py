@@ -75,10 +75,15 @@ def read_pid(pid_file: Path) -> int | None:
 def pid_alive(pid: int, marker: str) -> bool:
     """True when ``pid`` runs (not a zombie) and its command line contains ``marker``.
 
-    The marker (a path under the service home) guards against a recycled pid.
+    The marker (a path under the service home) guards against a recycled pid. A child this
+    interpreter started is judged by its ``Popen`` alone: its command line changes as it execs
+    (``chroot`` into ``mysqld``), and for a moment in each exec the kernel shows it empty, which
+    once made a healthy MySQL start look like an exit.
     """
     child = _children.get(pid)
-    if child is not None and child.poll() is not None:
+    if child is not None:
+        if child.poll() is None:
+            return True
         del _children[pid]
         return False
     try:
