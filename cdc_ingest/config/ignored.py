@@ -3,17 +3,41 @@
 A Flink CDC pipeline file is meant to run here unchanged (docs/flink-cdc-compatibility.md).
 An option that only tunes Flink's own machinery is taken out before validation and reported
 as a warning (``validate`` prints them, capture logs them at start), never dropped
-silently. An option whose effect matters to the output or to security (TLS settings in
-``jdbc.properties.*``) is not listed here: it is refused as unknown until it is built.
+silently. An option whose effect matters to the output or to security is not listed here:
+it is built, or refused as unknown (``jdbc.properties.*``: :mod:`cdc_ingest.config.jdbc`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+_SERVER_TEXT = ("values are read as the server's own text and binlog bytes in a UTF-8, UTC "
+                "session, whatever the JDBC driver would convert")
+# Connector/J properties (``jdbc.properties.<name>``) with no effect on a PyMySQL connection
+_JDBC: dict[str, str] = {
+    **{name: _SERVER_TEXT for name in (
+        "serverTimezone", "connectionTimeZone", "forceConnectionTimeZoneToSession",
+        "preserveInstants", "useLegacyDatetimeCode", "useTimezone", "characterEncoding",
+        "characterSetResults", "useUnicode", "zeroDateTimeBehavior", "tinyInt1isBit",
+        "transformedBitIsBoolean", "yearIsDateType", "noDatetimeStringSync")},
+    **{name: "reads stream with server-side cursors and fixed statements; the driver's "
+       "statement and fetch tuning does not apply" for name in (
+        "useCursorFetch", "defaultFetchSize", "useServerPrepStmts", "cachePrepStmts",
+        "prepStmtCacheSize", "prepStmtCacheSqlLimit", "rewriteBatchedStatements",
+        "useInformationSchema", "useCompression", "maxAllowedPacket", "useReadAheadInput",
+        "elideSetAutoCommits", "useLocalSessionState")},
+    **{name: "connections are retried by connect.max-retries and bounded by connect.timeout; "
+       "a binlog stream must not time out between events" for name in (
+        "autoReconnect", "connectTimeout", "socketTimeout", "tcpKeepAlive",
+        "maxReconnects", "initialTimeout", "failOverReadOnly")},
+    "allowPublicKeyRetrieval": "PyMySQL fetches the server's RSA key for "
+    "caching_sha2_password logins over unencrypted connections itself",
+}
+
 # section -> option (a trailing ``*`` matches any rest) -> why it has no effect here
 IGNORED: dict[str, dict[str, str]] = {
     "source": {
+        **{f"jdbc.properties.{name}": why for name, why in _JDBC.items()},
         "debezium.*": "cdc-ingest reads the binlog itself; there is no Debezium engine to "
         "configure",
         "connection.pool.size": "capture opens a fixed few connections (binlog, catalog, one "

@@ -111,6 +111,17 @@ def _field(model: type[BaseModel] | None, key: str | int) -> FieldInfo | None:
     return None
 
 
+def _nested(model: type[BaseModel], loc: tuple[str | int, ...]) -> type[BaseModel]:
+    """The model that holds the option at ``loc`` (``jdbc.properties`` in the source...)."""
+    for key in loc:
+        info = _field(model, key)
+        kind = info.annotation if info is not None else None
+        if not (isinstance(kind, type) and issubclass(kind, BaseModel)):
+            break
+        model = kind
+    return model
+
+
 def _example(info: FieldInfo | None) -> str:
     if info is not None and info.examples:
         return str(info.examples[0])
@@ -130,7 +141,7 @@ def _describe(err: Any, prefix: str, model: type[BaseModel] | None) -> ConfigPro
         fix = f"add '{option}: {_example(info)}'"
         return ConfigProblem(path, "required option is missing", fix)
     if kind == "extra_forbidden" and model is not None:
-        return unknown_option(path, option, option_names(model))
+        return unknown_option(path, option, option_names(_nested(model, loc[:-1])))
     if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
         words = {"greater_than_equal": "at least", "greater_than": "more than",
                  "less_than_equal": "at most", "less_than": "less than"}[kind]

@@ -18,6 +18,7 @@ from pydantic.fields import FieldInfo
 
 from cdc_ingest.config.durations import format_duration
 from cdc_ingest.config.ignored import IGNORED, NOTED
+from cdc_ingest.config.jdbc import JdbcPropertiesDef
 from cdc_ingest.config.kafka_sink import KafkaSinkDef
 from cdc_ingest.config.pipeline import PipelineOptions, RouteDef
 from cdc_ingest.config.problems import PASS_THROUGH_PREFIX
@@ -75,7 +76,9 @@ _DEFAULTS: dict[type[BaseModel], dict[str, str]] = {
         "name": "none",
         "tables.exclude": "none",
         "tables.key-columns": "none",
+        "jdbc.properties.*": "none: TLS when the server offers it (`PREFERRED`)",
     },
+    JdbcPropertiesDef: {},
     UpsertKafkaSinkDef: {
         "name": "none",
         "topic.partitions": "broker default",
@@ -108,8 +111,16 @@ _TRANSFORM_NOTE = (
     "updates: [transform.md](transform.md)."
 )
 
+_JDBC_NOTE = (
+    "MySQL Connector/J's names and meanings, for TLS to MySQL on every connection (catalog, "
+    "snapshot, binlog, `validate`, `status`, `verify`); "
+    "[flink-cdc-compatibility.md](flink-cdc-compatibility.md#tls-to-mysql-jdbcproperties). "
+    "Driver tuning properties are accepted without effect (last table); others are refused."
+)
+
 _BLOCKS: tuple[tuple[str, type[BaseModel], str], ...] = (
     ("source (type: mysql)", MySqlSourceDef, _SOURCE_NOTE),
+    ("source: jdbc.properties.<name>", JdbcPropertiesDef, _JDBC_NOTE),
     ("sink (type: upsert-kafka)", UpsertKafkaSinkDef, ""),
     ("sink (type: kafka)", KafkaSinkDef, _KAFKA_NOTE),
     ("route (list)", RouteDef, _ROUTE_NOTE),
@@ -122,6 +133,8 @@ def option_name(name: str, info: FieldInfo) -> str:
     """The YAML name of a field (``properties`` is the ``properties.*`` pass-through)."""
     if name == "properties":
         return PASS_THROUGH_PREFIX + "*"
+    if name == "jdbc_properties":
+        return "jdbc.properties.*"
     return info.alias or name
 
 
@@ -183,8 +196,11 @@ def _ignored() -> str:
             "not in any table above or below are refused.", "",
             "| option | what happens | why |", "|---|---|---|"]
     for section, options in IGNORED.items():
-        rows.extend(f"| `{section}.{name}` | any value accepted, one warning | {_cell(why)} |"
-                    for name, why in options.items())
+        grouped: dict[str, list[str]] = {}
+        for name, why in options.items():
+            grouped.setdefault(why, []).append(f"`{section}.{name}`")
+        rows.extend(f"| {', '.join(names)} | any value accepted, one warning | {_cell(why)} |"
+                    for why, names in grouped.items())
     for section, options in NOTED.items():
         rows.extend(f"| `{section}.{name}` | checked, one warning | {_cell(why)} |"
                     for name, why in options.items())

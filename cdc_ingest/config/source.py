@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr, model_validator
 
+from cdc_ingest.config import jdbc
 from cdc_ingest.config.durations import Duration, PositiveDuration
 from cdc_ingest.config.problems import Found, raise_problems
 from cdc_ingest.config.source_types import (
@@ -130,6 +131,12 @@ class MySqlSourceDef(ConfigModel):
         (), alias="metadata.list", examples=["op_ts"],
         description="metadata transform rules may use: `op_ts`, the change's binlog time in "
         "epoch milliseconds (0 for snapshot rows), as in Flink CDC (docs/transform.md)")
+    jdbc_properties: jdbc.JdbcPropertiesDef = Field(
+        jdbc.JdbcPropertiesDef(), alias="jdbc.properties",
+        description="Connector/J properties, written `jdbc.properties.<name>`: TLS to MySQL "
+        "(`sslMode`, trust and client key stores, `tlsVersions`) as Connector/J means them; "
+        "properties with no effect here are accepted with a warning, others refused "
+        "(docs/flink-cdc-compatibility.md)")
     # Our own options: how much of the binlog one Kafka transaction of the capture may hold.
     capture_transaction_max_rows: int = Field(
         50_000, alias="capture.transaction.max-rows", ge=1,
@@ -158,6 +165,11 @@ class MySqlSourceDef(ConfigModel):
             if selector(text, "tables.key-columns").matches(db, table):
                 return columns
         return None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_jdbc_properties(cls, data: Any) -> Any:
+        return jdbc.gather(data) if isinstance(data, dict) else data
 
     @model_validator(mode="after")
     def _options_fit_together(self) -> MySqlSourceDef:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pymysql
@@ -12,6 +12,7 @@ import pymysql.converters
 from pymysql.constants import FIELD_TYPE
 
 from cdc_ingest.errors import SourceError, SourceUnavailable
+from cdc_ingest.mysql.tls import TlsSettings, pymysql_options, tls_failure
 
 if TYPE_CHECKING:
     from cdc_ingest.config import MySqlSourceDef
@@ -24,6 +25,7 @@ class ConnectionSettings:
     user: str
     password: str
     connect_timeout: float = 30.0
+    tls: TlsSettings = field(default_factory=TlsSettings)
 
     def as_pymysql(self) -> dict[str, Any]:
         return {
@@ -33,6 +35,7 @@ class ConnectionSettings:
             "password": self.password,
             "connect_timeout": self.connect_timeout,
             "charset": "utf8mb4",
+            **pymysql_options(self.tls),
         }
 
     def __repr__(self) -> str:
@@ -47,6 +50,7 @@ def connection_settings(source: MySqlSourceDef) -> ConnectionSettings:
         user=source.username,
         password=source.password.get_secret_value(),
         connect_timeout=source.connect_timeout.total_seconds(),
+        tls=TlsSettings.from_properties(source.jdbc_properties),
     )
 
 
@@ -82,6 +86,10 @@ def connect(settings: ConnectionSettings, retries: int = 3,
             return pymysql.connect(**settings.as_pymysql(), autocommit=True, **options)
         except pymysql.err.OperationalError as exc:
             last = exc
+            refused_tls = tls_failure(exc)
+            if refused_tls is not None:
+                raise SourceError(f"TLS to MySQL at {settings.host}:{settings.port} (sslMode "
+                                  f"{settings.tls.mode}) failed: {refused_tls}") from exc
             if (exc.args[0] if exc.args else 0) in LOGIN_REFUSED:
                 raise SourceError(
                     f"MySQL at {settings.host}:{settings.port} refused the login of "

@@ -405,9 +405,17 @@ def test_flink_options_without_effect_here_are_accepted_each_with_why() -> None:
         "source.server-time-zone"]
     assert all(("ignored, " in w or "accepted, but" in w) and len(w) > 60
                for w in defn.warnings)
-    # options whose effect matters are still refused until built
-    assert "source.jdbc.properties.useSSL" in problems_of(
-        minimal(source={"jdbc.properties.useSSL": True}))
+    # Connector/J properties: those without effect warn, a misspelt TLS one is refused
+    defn = parse_pipeline(yaml.safe_dump(minimal(source={
+        "jdbc.properties.serverTimezone": "UTC", "jdbc.properties.useSSL": True})), {})
+    assert [w.split(":")[0] for w in defn.warnings] == ["source.jdbc.properties.serverTimezone"]
+    found = problems_of(minimal(source={"jdbc.properties.sslmode": "REQUIRED",
+                                        "jdbc.properties.tlsVersions": "TLSv1.1",
+                                        "jdbc.properties.trustCertificateKeyStoreUrl": "http://a"}))
+    assert found["source.jdbc.properties.sslmode"].fix.startswith("did you mean 'sslMode'?")
+    assert "trustCertificateKeyStoreUrl" in found["source.jdbc.properties.sslmode"].fix
+    assert "TLSv1.1" in found["source.jdbc.properties.tlsVersions"].message
+    assert "local file" in found["source.jdbc.properties.trustCertificateKeyStoreUrl"].message
 
 
 def test_kafka_sink_problems_come_all_at_once() -> None:

@@ -1,0 +1,176 @@
+"""TLS to MySQL as ``jdbc.properties`` asks for it (:mod:`cdc_ingest.config.jdbc`).
+
+:class:`TlsSettings` is plain data (it travels with the connection settings to capture's
+processes); :func:`pymysql_options` turns it into PyMySQL's arguments, building the
+``SSLContext`` once per process. Key stores are read in memory: a client key is handed to
+OpenSSL through an anonymous in-memory file, never written to disk.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import ssl
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    NoEncryption,
+    PrivateFormat,
+    pkcs12,
+)
+
+from cdc_ingest.config.jdbc import store_path
+from cdc_ingest.errors import SourceError
+
+if TYPE_CHECKING:
+    from cdc_ingest.config.jdbc import JdbcPropertiesDef
+
+DISABLED, PREFERRED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY = (
+    "DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
+_JKS_MAGIC = b"\xfe\xed\xfe\xed"
+_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+
+
+@dataclass(frozen=True)
+class Store:
+    """A Connector/J key store: a local file, its password, its declared type."""
+
+    path: str
+    kind: str  # PKCS12, PEM, JKS (refused when read)
+    password: str | None = field(default=None, repr=False)
+    option: str = ""  # the jdbc property that names it, for errors
+
+
+@dataclass(frozen=True)
+class TlsSettings:
+    mode: str = PREFERRED
+    trust: Store | None = None
+    client: Store | None = None
+    versions: tuple[str, ...] = ()
+
+    @classmethod
+    def from_properties(cls, props: JdbcPropertiesDef) -> TlsSettings:
+        def store(which: str) -> Store | None:
+            url = getattr(props, f"{which}CertificateKeyStoreUrl")
+            if url is None:
+                return None
+            secret = getattr(props, f"{which}CertificateKeyStorePassword")
+            kind = getattr(props, f"{which}CertificateKeyStoreType")
+            return Store(store_path(url) or url, kind.value if kind else "PKCS12",
+                         secret.get_secret_value() if secret else None,
+                         f"jdbc.properties.{which}CertificateKeyStoreUrl")
+
+        return cls(props.mode.value, store("trust"), store("client"), props.tls_versions)
+
+
+def pymysql_options(tls: TlsSettings) -> dict[str, Any]:
+    """PyMySQL's arguments for ``tls``; in ``REQUIRED`` and above PyMySQL refuses a server
+    without TLS (error 2026)."""
+    if tls.mode == DISABLED:
+        return {"ssl_disabled": True}
+    if tls.mode == PREFERRED and tls.client is None:
+        return {}  # PyMySQL's own default: TLS when the server offers it, unverified
+    return {"ssl": _context(tls)}
+
+
+@functools.cache
+def _context(tls: TlsSettings) -> ssl.SSLContext:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    verify = tls.mode in (VERIFY_CA, VERIFY_IDENTITY)
+    ctx.check_hostname = tls.mode == VERIFY_IDENTITY
+    ctx.verify_mode = ssl.CERT_REQUIRED if verify else ssl.CERT_NONE
+    # MySQL's own auto-generated certificates are not X.509-strict (as PyMySQL allows too)
+    ctx.verify_flags &= ~getattr(ssl, "VERIFY_X509_STRICT", 0)
+    if tls.versions:
+        ctx.minimum_version = min((_VERSIONS[v] for v in tls.versions), key=lambda v: v.value)
+        ctx.maximum_version = max((_VERSIONS[v] for v in tls.versions), key=lambda v: v.value)
+    if verify:
+        if tls.trust is None:
+            ctx.load_default_certs()
+        else:
+            certs, _ = _read_store(tls.trust, want_key=False)
+            ctx.load_verify_locations(cadata=certs)
+    if tls.client is not None:
+        certs, key = _read_store(tls.client, want_key=True)
+        _load_client(ctx, certs + key, tls.client)
+    return ctx
+
+
+def _read_store(store: Store, want_key: bool) -> tuple[str, str]:
+    """(PEM certificates, PEM private key or "") of a PKCS12 or PEM store."""
+    try:
+        data = Path(store.path).read_bytes()
+    except OSError as exc:
+        raise SourceError(f"{store.option}: cannot read {store.path} ({exc.strerror}). Fix: "
+                          "give a file this user may read") from None
+    if data[:4] == _JKS_MAGIC or store.kind == "JKS":
+        raise SourceError(
+            f"{store.option}: {store.path} is a JKS key store, which only Java reads. Fix: "
+            f"convert it to PKCS12 with `keytool -importkeystore -srckeystore {store.path} "
+            "-destkeystore store.p12 -deststoretype PKCS12`, then point the property at "
+            "store.p12 (same password)")
+    if data.lstrip().startswith(b"-----BEGIN"):
+        text = data.decode("ascii", errors="replace")
+        if want_key and "PRIVATE KEY-----" not in text:
+            raise SourceError(f"{store.option}: {store.path} holds no private key. Fix: "
+                              "give a PEM file with this client's certificate and key")
+        return text, ""
+    return _read_pkcs12(data, store, want_key)
+
+
+def _read_pkcs12(data: bytes, store: Store, want_key: bool) -> tuple[str, str]:
+    password = store.password.encode() if store.password else None
+    try:
+        loaded = pkcs12.load_pkcs12(data, password)
+    except ValueError:
+        raise SourceError(
+            f"{store.option}: {store.path} could not be opened as PKCS12 (a wrong or missing "
+            f"password, or not a key store). Fix: check the matching ...KeyStorePassword "
+            "property, or give a PEM file and ...KeyStoreType: PEM") from None
+    entries = ([loaded.cert] if loaded.cert else []) + list(loaded.additional_certs)
+    certs = "".join(e.certificate.public_bytes(Encoding.PEM).decode() for e in entries)
+    if not certs:
+        raise SourceError(f"{store.option}: {store.path} holds no certificate. Fix: import "
+                          "the CA certificate (keytool -importcert)")
+    key = ""
+    if want_key:
+        if loaded.key is None:
+            raise SourceError(f"{store.option}: {store.path} holds no private key. Fix: give "
+                              "the client's key store (key and certificate)")
+        key = loaded.key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8,
+                                       NoEncryption()).decode()
+    return certs, key
+
+
+def _load_client(ctx: ssl.SSLContext, pem: str, store: Store) -> None:
+    """The client's certificate and key, through an in-memory file (OpenSSL reads paths)."""
+    fd = os.memfd_create("cdc-ingest-client-key", os.MFD_CLOEXEC)
+    try:
+        os.write(fd, pem.encode())
+        ctx.load_cert_chain(f"/proc/self/fd/{fd}")
+    except ssl.SSLError as exc:
+        raise SourceError(f"{store.option}: {store.path}: the certificate does not match the "
+                          f"key ({exc.reason}). Fix: export both from one key entry") from None
+    finally:
+        os.close(fd)
+
+
+def tls_failure(exc: BaseException) -> str | None:
+    """The fix for a connection that failed on TLS, or None when TLS was not the reason."""
+    text = str(exc)
+    if (exc.args[:1] == (2026,)) or "SSL is required" in text:  # CR_SSL_CONNECTION_ERROR
+        return ("the server does not offer TLS. Fix: enable TLS on the server (ssl_cert, "
+                "ssl_key), or lower jdbc.properties.sslMode")
+    if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text:
+        if "Hostname mismatch" in text or "IP address mismatch" in text:
+            return ("the server's certificate does not name this host. Fix: connect by a "
+                    "name the certificate holds, or use jdbc.properties.sslMode: VERIFY_CA")
+        return ("the server's certificate does not chain to a trusted CA. Fix: put the CA "
+                "that signed it in jdbc.properties.trustCertificateKeyStoreUrl")
+    if "SSL" in text and ("alert" in text or "handshake" in text or "WRONG_VERSION" in text):
+        return ("the TLS handshake failed. Fix: check jdbc.properties.tlsVersions and the "
+                "client certificate against the server's TLS settings")
+    return None
