@@ -119,6 +119,18 @@ def verify(config_path: Path, max_diffs: int) -> None:
 
 @cli.command()
 @config_option
+@click.argument("tables", nargs=-1, required=True)
+def snapshot(config_path: Path, tables: tuple[str, ...]) -> None:
+    """Snapshot TABLES (db.table ...) again: their keys are tombstoned in the sink topics, then
+    their rows written again, while the pipeline runs (docs/operations.md)."""
+    from cdc_ingest.commands.snapshot import request_snapshot
+    from cdc_ingest.config import load_pipeline
+
+    request_snapshot(load_pipeline(config_path), list(tables), click.echo)
+
+
+@cli.command()
+@config_option
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 def status(config_path: Path, as_json: bool) -> None:
     """Show capture's position against the binlog head and the sink's lag per partition.

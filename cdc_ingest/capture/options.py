@@ -37,6 +37,7 @@ class CaptureOptions:
     changelog_topic: str
     offsets_topic: str
     schema_topic: str
+    signal_topic: str  # requests to the running capture (capture/signals.py)
     schema_change_behavior: str  # lenient | exception | evolve
     sink_group: str  # the sink's consumer group: re-keying waits for its offsets
     partitions: int
@@ -82,6 +83,7 @@ def capture_options(defn: PipelineDef) -> CaptureOptions:
         changelog_topic=p.changelog_topic,
         offsets_topic=p.offsets_topic,
         schema_topic=p.schema_topic,
+        signal_topic=defn.signal_topic,
         schema_change_behavior=str(p.schema_change_behavior.value),
         sink_group=defn.sink_group_id,
         partitions=p.parallelism,

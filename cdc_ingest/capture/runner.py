@@ -22,12 +22,14 @@ from cdc_ingest.capture.progress import Progress
 from cdc_ingest.capture.rekey import Rekeying
 from cdc_ingest.capture.resume import Transactions, same_server, start_position
 from cdc_ingest.capture.schemas import SchemaGuard, load_schemas
+from cdc_ingest.capture.signals import SignalWatch, take_requests
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.snapshot.phase import SnapshotPhase, snapshotter
 from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.capture.stream import BinlogPhase
 from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer
 from cdc_ingest.kafka.limits import message_limit
+from cdc_ingest.kafka.signals import TopicEnd
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import Catalog
 
@@ -50,13 +52,14 @@ class Capture:
             {"compression.type": "lz4", "message.max.bytes": self._max_message_bytes,
              **options.kafka}, options.transactional_id)
         self._store = PositionStore(options.kafka, options.offsets_topic)
+        self._watch: SignalWatch | None = None
 
     def request_stop(self, signum: int = 0, frame: FrameType | None = None) -> None:
         log.info("stop requested (signal %s): finishing the open transaction", signum)
         self._stop = True
 
     def stopping(self) -> bool:
-        return self._stop
+        return self._stop or (self._watch is not None and self._watch.arrived.is_set())
 
     def run(self) -> None:
         """Capture until stopped. Raises FencedError when another capture takes over."""
@@ -66,7 +69,19 @@ class Capture:
         # Registering the transactional id aborts whatever a killed predecessor left open,
         # so the position read next is the last one that really committed.
         self._producer.init()
+        try:
+            # A snapshot request (capture/signals.py) ends a run; the next one takes it.
+            while self._run_once(partitions) and not self._stop:
+                log.info("starting over from the committed position to take the request")
+        finally:
+            self._catalog.close()
+
+    def _run_once(self, partitions: int) -> bool:
+        """One run from the committed position; True when it ended to take a request."""
+        o = self.o
         start, skip_before_s = start_position(o, self._store, self._catalog)
+        start = take_requests(o, start, self._catalog)
+        waiting = self._watch_signals(start)
         checkpoint = Checkpoint(self._producer, self._store, start, o.max_rows,
                                 o.max_interval_s, o.heartbeat_s)
         guard = SchemaGuard(self._producer, o.schema_topic,
@@ -84,8 +99,7 @@ class Capture:
                 chunk_filter = rekeying.finish(state)
                 if chunk_filter is None:
                     log.info("re-key interrupted; the next start finishes it")
-                    self._catalog.close()
-                    return
+                    return self._request_arrived()
             else:
                 planner = snapshotter(o, 0)
                 if not state.done and state.chunks:
@@ -94,19 +108,21 @@ class Capture:
                              db, table, state.after, len(state.chunks))
                 if not state.done:
                     SnapshotPhase(o, self._producer, checkpoint, planner, guard,
-                                  self.stopping).run(state)
-                    if self._stop or o.startup.mode == "snapshot":
+                                  self.stopping, partitions).run(state)
+                    if self.stopping() or o.startup.mode == "snapshot":
                         log.info("snapshot %s", "done; stopping (scan.startup.mode: snapshot)"
                                  if state.done else "interrupted")
-                        self._catalog.close()
-                        return
+                        return self._request_arrived()
                 chunk_filter = ChunkFilter(state, planner.info)
+            if waiting:  # requests that waited for this snapshot or re-key: take them now
+                return True
             start = checkpoint.position
         stream = BinlogPhase(
             self._producer, o.changelog_topic, partitions, o.captured, self._catalog,
             checkpoint, Transactions(start, skip_before_s),
             Progress(LOG_INTERVAL_S, self._catalog), chunk_filter, guard, self.stopping,
             rekeying.start if o.schema_change_behavior == "evolve" else None)
+
         def open_reader(at: Position) -> BinlogReader:
             return BinlogReader(o.connection, o.server_id, at, o.captured, self._table_facts,
                                 self._catalog.is_mariadb,
@@ -114,11 +130,28 @@ class Capture:
 
         log.info("capture %s starts at %s (row decoder: %s)", o.pipeline,
                  start.describe() or "binlog head", decoder_kind())
-        try:
-            stream.run(open_reader, o.connect_retries)
-        finally:
-            self._catalog.close()
+        stream.run(open_reader, o.connect_retries)
         log.info("capture stopped at %s", checkpoint.committed.describe())
+        return self._request_arrived()
+
+    def _watch_signals(self, start: Position) -> bool:
+        """Watch for requests after those ``start`` took; True when some are waiting."""
+        if self._watch is not None:
+            self._watch.close()
+        end = TopicEnd(self.o.kafka, self.o.signal_topic)
+        try:
+            last = end.end()
+        finally:
+            end.close()
+        self._watch = SignalWatch(self.o.kafka, self.o.signal_topic, last)
+        return last > start.signals
+
+    def _request_arrived(self) -> bool:
+        arrived = self._watch is not None and self._watch.arrived.is_set()
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
+        return arrived and not self._stop
 
     def _table_facts(self, db: str,
                      table: str) -> tuple[frozenset[str], tuple[str, ...], bool]:
@@ -126,12 +159,12 @@ class Capture:
         return (booleans if self.o.tinyint1_as_boolean else frozenset()), keys, configured
 
     def _prepare_topics(self) -> int:
-        """The changelog, offsets and schema topics exist; returns the changelog's partitions."""
+        """The changelog and the internal topics exist; returns the changelog's partitions."""
         admin = TopicAdmin(self.o.kafka)
         admin.ensure(TopicSpec(self.o.changelog_topic, self.o.partitions,
                                self.o.replication_factor,
                                {"max.message.bytes": str(self._max_message_bytes)}))
-        for internal in (self.o.offsets_topic, self.o.schema_topic):
+        for internal in (self.o.offsets_topic, self.o.schema_topic, self.o.signal_topic):
             admin.ensure(TopicSpec(internal, 1, self.o.replication_factor,
                                    {"cleanup.policy": "compact"}))
         return admin.partitions(self.o.changelog_topic) or self.o.partitions

@@ -225,7 +225,7 @@ class BinlogPhase:
         checkpoint.position = Position(
             gtid_set=self._tx.seen_gtid if gtid is not None else checkpoint.position.gtid_set,
             file=file, pos=pos, ts_ms=ts * 1000, snapshot=snapshot,
-            tables=checkpoint.position.tables,
+            tables=checkpoint.position.tables, signals=checkpoint.position.signals,
         )
         self._progress.event_ts = ts
 

@@ -44,6 +44,10 @@ class PipelineDef(ConfigModel):
         return names.sink_transactional_id(self.transactional_id_prefix, partition)
 
     @property
+    def signal_topic(self) -> str:
+        return names.signal_topic(self.transactional_id_prefix)
+
+    @property
     def sink_group_id(self) -> str:
         return names.sink_group_id(self.transactional_id_prefix)
 

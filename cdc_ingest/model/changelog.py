@@ -136,9 +136,14 @@ class ColumnsRecord(msgspec.Struct):
     ts_ms: int
 
 
+# A table snapshotted again on request (``cdc-ingest snapshot``, capture/signals.py): the
+# record goes before the table's new snapshot rows, and the sink tombstones its keys as for
+# TRUNCATE, so no key the new snapshot lacks stays live.
+RESNAPSHOT = "resnapshot"
+
 # DDL actions after which a table's earlier rows are gone: the sink tombstones every key of
 # the table in its topics (docs/output-contract.md, "Schema changes").
-EMPTIES_TABLE = frozenset({"truncate", "drop", "replace"})
+EMPTIES_TABLE = frozenset({"truncate", "drop", "replace", RESNAPSHOT})
 
 # Re-keying a table in place (capture/rekey.py, docs/output-contract.md): ``rekey`` goes to
 # every partition where the table's key changed; ``rekey-cut`` and ``rekey-end`` enclose, in

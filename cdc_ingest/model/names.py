@@ -18,3 +18,8 @@ def sink_transactional_id(prefix: str, partition: int) -> str:
 def sink_group_id(prefix: str) -> str:
     """The consumer group whose committed offsets say what the sink has written."""
     return f"{prefix}.sink"
+
+
+def signal_topic(prefix: str) -> str:
+    """Requests to the running pipeline (``cdc-ingest snapshot``; capture/signals.py)."""
+    return f"{prefix}.signals"

@@ -35,6 +35,10 @@ class Position:
     # later start can tell which tables were added since (scan.newly-added-table.enabled);
     # None in positions written before it was recorded.
     tables: list[str | None] | None = None
+    # The offset of the first request in the pipeline's signal topic not yet taken
+    # (cdc_ingest.capture.signals): taken requests are committed with the position they
+    # changed, so each is carried out once.
+    signals: int = 0
 
     def with_rows(self, rows_done: int) -> Position:
         return replace(self, rows_done=rows_done)
@@ -57,6 +61,7 @@ class Position:
                 "ts_ms": self.ts_ms,
                 "snapshot": self.snapshot,
                 "tables": self.tables,
+                "signals": self.signals,
             }
         )
 
@@ -72,4 +77,5 @@ class Position:
             ts_ms=int(body.get("ts_ms") or 0),
             snapshot=body.get("snapshot"),
             tables=body.get("tables"),
+            signals=int(body.get("signals") or 0),
         )

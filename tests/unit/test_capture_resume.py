@@ -140,3 +140,14 @@ def test_a_snapshot_window_is_refused_on_another_server() -> None:
     with pytest.raises(SourceError, match=r"another server \(server_id=1\).*\(server_id=2\)"):
         same_server(state, SimpleNamespace(server_identity=lambda: "server_id=2"))  # type: ignore[arg-type]
     assert SnapshotState.from_json(state.as_json()).server == "server_id=1"
+
+
+def test_signal_offsets_and_snapshot_resets_survive_the_position_record() -> None:
+    state = SnapshotState([["db", "t"]], resets=[["db", "t"]], server="s")
+    position = Position(gtid_set="0-1-5", snapshot=state.as_json(), signals=7)
+    again = Position.from_json(position.to_json())
+    assert again.signals == 7
+    assert SnapshotState.from_json(again.snapshot or {}).resets == [["db", "t"]]
+    # a record written before either existed reads as none
+    old = Position.from_json(b'{"gtid_set": "0-1-5", "snapshot": {"tables": [], "table": 0}}')
+    assert old.signals == 0 and SnapshotState.from_json(old.snapshot or {}).resets == []

@@ -19,7 +19,7 @@ from cdc_ingest.capture.snapshot.progress import SnapshotProgress
 from cdc_ingest.capture.snapshot.reader import Snapshotter
 from cdc_ingest.capture.snapshot.state import Chunk, ChunkRows, SnapshotState
 from cdc_ingest.kafka import TransactionalProducer
-from cdc_ingest.model.changelog import REKEY_CUT, ddl_value, snapshot_value
+from cdc_ingest.model.changelog import REKEY_CUT, RESNAPSHOT, ddl_value, snapshot_value
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +34,9 @@ def snapshotter(options: CaptureOptions, index: int) -> Snapshotter:
 class SnapshotPhase:
     def __init__(self, options: CaptureOptions, producer: TransactionalProducer,
                  checkpoint: Checkpoint, planner: Snapshotter, guard: SchemaGuard,
-                 stopping: Callable[[], bool]) -> None:
+                 stopping: Callable[[], bool], partitions: int = 1) -> None:
         self._o = options
+        self._partitions = partitions
         self._guard = guard
         self._producer = producer
         self._checkpoint = checkpoint
@@ -103,6 +104,14 @@ class SnapshotPhase:
                                       "key", ts_ms, rekey["where"], REKEY_CUT),
                      None, ts_ms, partition=partition)
                 rekey["cut"] = True
+        if [db, table] in state.resets:  # snapshotted again on request (capture/signals.py)
+            key_columns = self._guard.key_columns(db, table) or list(info.key_schema.columns)
+            reset = ddl_value(db, table, f"snapshot of {db}.{table} requested: its rows are "
+                              "written again", ts_ms, f"{at.file}:{at.pos}", RESNAPSHOT,
+                              key_columns)
+            for each in range(self._partitions):  # in order with each partition's rows
+                send(topic, reset, None, ts_ms, partition=each)
+            state.resets.remove([db, table])
         for key, pk, row in read.rows:
             send(topic, snapshot_value(db, table, pk, row, ts_ms), key, ts_ms,
                  partition=partition)

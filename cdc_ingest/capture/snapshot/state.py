@@ -26,11 +26,15 @@ class SnapshotState:
     # A table re-keyed in place (capture/rekey.py): how far that got; None for a snapshot
     # of the pipeline's tables.
     rekey: dict[str, Any] | None = None
+    # Tables snapshotted again on request (capture/signals.py): a reset record goes before
+    # the first chunk of each, so the sink tombstones every key it had (none stays behind
+    # that the new snapshot does not hold); a table leaves the list with that chunk.
+    resets: list[list[str]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {"tables": self.tables, "table": self.table, "after": self.after,
                 "chunks": self.chunks, "done": self.done, "server": self.server,
-                "rekey": self.rekey}
+                "rekey": self.rekey, "resets": self.resets}
 
     def chunk_done(self, chunk: Chunk, high: BinlogPos) -> None:
         """``chunk`` is read as of ``high`` and goes into the changelog with this progress."""
@@ -45,7 +49,8 @@ class SnapshotState:
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> SnapshotState:
         return cls(body["tables"], body["table"], body.get("after"), body.get("chunks") or [],
-                   bool(body.get("done")), body.get("server"), body.get("rekey"))
+                   bool(body.get("done")), body.get("server"), body.get("rekey"),
+                   body.get("resets") or [])
 
 
 @dataclass

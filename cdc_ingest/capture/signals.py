@@ -1,0 +1,147 @@
+"""Requests to a running pipeline: ``cdc-ingest snapshot`` asks capture to snapshot tables
+again (Debezium's ``execute-snapshot`` signal, for a table whose topic must be rebuilt).
+
+A request is one record in the pipeline's signal topic (``cdc-ingest.<name>.signals``, one
+partition). Capture takes the requests from ``Position.signals`` on:
+
+* at a start, before it reads anything (:func:`take_requests`): each requested table that
+  it captures is added to the snapshot state, with a reset record to go before its first
+  chunk (:attr:`SnapshotState.resets`); the new state and the signal offset are committed
+  together with that chunk, so a request is carried out once, even across a crash;
+* while it runs, a :class:`SignalWatch` thread notices a new request within a few seconds;
+  capture then finishes its open transaction and starts over from what it committed, which
+  takes the request as above.
+
+Snapshotting a table again is the newly-added-table snapshot (chunks reconciled with the
+binlog from the committed position on) preceded by the reset: in the sink topics, the
+table's keys are tombstoned, then its rows are written again from the new snapshot. Until
+the snapshot of the table ends, its topic holds only the rows read so far: the price of
+never leaving a key behind that the table no longer has.
+
+A request waits (stays in the topic, not taken) while a snapshot or a re-key is unfinished:
+those are carried on first, then capture starts over to take it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass, replace
+from typing import Any
+
+import orjson
+
+from cdc_ingest.capture.options import CaptureOptions
+from cdc_ingest.capture.snapshot.state import SnapshotState
+from cdc_ingest.kafka.consumer import read_topic
+from cdc_ingest.kafka.signals import TopicEnd, send_one
+from cdc_ingest.model import Position
+from cdc_ingest.mysql import Catalog
+
+log = logging.getLogger(__name__)
+
+EXECUTE_SNAPSHOT = "execute-snapshot"
+WATCH_INTERVAL_S = 2.0
+
+
+@dataclass(frozen=True)
+class SnapshotRequest:
+    id: str
+    tables: tuple[tuple[str, str], ...]
+    offset: int
+
+
+def send_request(kafka: dict[str, Any], topic: str, tables: list[tuple[str, str]]) -> str:
+    """Write a snapshot request for ``tables``; returns its id."""
+    request_id = uuid.uuid4().hex[:12]
+    value = orjson.dumps({"type": EXECUTE_SNAPSHOT, "id": request_id,
+                          "tables": [f"{db}.{table}" for db, table in tables],
+                          "requested_ms": int(time.time() * 1000)})
+    send_one(kafka, topic, request_id.encode(), value)
+    return request_id
+
+
+def read_requests(kafka: dict[str, Any], topic: str, start: int) -> list[SnapshotRequest]:
+    """The requests at offsets ``start`` and later, in order."""
+    found = []
+    for message in read_topic(kafka, topic):
+        if message.offset < start or message.value is None:
+            continue
+        try:
+            body = orjson.loads(message.value)
+            tables = tuple(tuple(t.split(".", 1)) for t in body["tables"])
+            if body.get("type") != EXECUTE_SNAPSHOT or any(len(t) != 2 for t in tables):
+                raise ValueError(body.get("type"))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.error("signal topic %s offset %d: not a request this capture knows (%s); "
+                      "left as is", topic, message.offset, exc)
+            continue
+        found.append(SnapshotRequest(str(body.get("id")), tables,
+                                     message.offset))
+    return found
+
+
+def take_requests(options: CaptureOptions, start: Position, catalog: Catalog) -> Position:
+    """``start`` with the pending requests taken: their tables in the snapshot state, with a
+    reset each, and ``signals`` past them; ``start`` itself while they must wait."""
+    requests = read_requests(options.kafka, options.signal_topic, start.signals)
+    if not requests:
+        return start
+    state = SnapshotState.from_json(start.snapshot) if start.snapshot is not None else None
+    if state is not None and (state.rekey is not None or not state.done):
+        what = "re-key" if state.rekey is not None else "snapshot"
+        log.warning("%d snapshot request(s) wait until the unfinished %s is done",
+                    len(requests), what)
+        return start
+    wanted: list[list[str]] = []
+    existing = set(catalog.tables())
+    for request in requests:
+        for db, table in request.tables:
+            if [db, table] in wanted:
+                continue
+            if not options.captured(db, table) or (db, table) not in existing:
+                log.warning("snapshot request %s: %s.%s is not a table this pipeline "
+                            "captures now; nothing to do for it", request.id, db, table)
+                continue
+            wanted.append([db, table])
+    end = requests[-1].offset + 1
+    if not wanted:
+        return replace(start, signals=end)
+    names = ", ".join(".".join(t) for t in wanted)
+    chunks = [c for c in (state.chunks if state is not None else []) if c[:2] not in wanted]
+    server = (state.server if state is not None else None) or catalog.server_identity()
+    state = SnapshotState(wanted, chunks=chunks, server=server, resets=list(wanted))
+    log.info("snapshot request(s) %s: %s snapshotted again (their keys tombstoned first), "
+             "then the binlog from %s", ", ".join(r.id for r in requests), names,
+             start.describe())
+    return replace(start, snapshot=state.as_json(), signals=end)
+
+
+class SignalWatch:
+    """Notices, every :data:`WATCH_INTERVAL_S`, a request written after ``seen``."""
+
+    def __init__(self, kafka: dict[str, Any], topic: str, seen: int) -> None:
+        self.seen = seen
+        self.arrived = threading.Event()
+        self._end = TopicEnd(kafka, topic)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="signal-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(WATCH_INTERVAL_S):
+            try:
+                if self._end.end() > self.seen:
+                    log.info("a snapshot request arrived: finishing the open transaction, "
+                             "then starting over to take it")
+                    self.arrived.set()
+                    return
+            except Exception as exc:  # noqa: BLE001 - a watch failure must not stop capture
+                log.warning("cannot look at the signal topic (%s); trying again", exc)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._end.close()
