@@ -15,7 +15,7 @@ echo "test.sh: ruff and mypy" >&2
 "$PYTHON" -m mypy cdc_ingest
 
 status=0
-"$PYTHON" -m pytest -q -p no:cacheprovider "$@" || status=$?
+"$PYTHON" -m pytest -q -p no:cacheprovider --durations=30 "$@" || status=$?
 if [ "$status" -eq 5 ]; then
   echo "test.sh: pytest collected no tests; that is a failure" >&2
   status=1
