@@ -36,6 +36,14 @@ echo "setup: Kafka jars" >&2
 echo "setup: Spark Kafka connector jars" >&2
 "$PYTHON" -m cdc_ingest.sink.spark fetch >/dev/null
 
+# PyFlink for the Flink read-back test (tests/integration/test_flink_readback.py): apache-flink
+# pins its own pyarrow/pandas/numpy/apache-beam, which would break PySpark's, so it goes into
+# a virtualenv of its own, <cache>/pyflink-<version>-venv, never into this environment; and
+# Flink's Kafka SQL connector jar from Maven Central. Made once (marker written last), under
+# a lock: tests/integration/flink_env.py.
+echo "setup: PyFlink virtualenv and Flink's Kafka SQL connector (once: about a minute)" >&2
+"$PYTHON" -m tests.integration.flink_env >/dev/null
+
 echo "setup: MySQL 9.7 root (once: debootstrap sid + apt-get, about a minute)" >&2
 # debootstrap and chroot need root; the cache is resolved before sudo drops the environment.
 cache="$("$PYTHON" -c 'from cdc_ingest.cache import cache_dir; print(cache_dir())')"
