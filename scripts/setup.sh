@@ -2,7 +2,8 @@
 # Installs what cdc-ingest needs on a Debian 12 machine, only what is missing (safe to run
 # again): Debian's MariaDB server and client, a JDK, Maven and debootstrap; the package with
 # its test extras; Kafka's jars and Spark's Kafka connector from Maven Central into .cache/;
-# the MySQL 9.7 root (Debian sid + mysql-server-core, for chroot) into .cache/mysql-root.
+# the MySQL 9.7 root (Debian sid + mysql-server-core, for chroot) into .cache/mysql-root;
+# for the tests (CDC_INGEST_SETUP_TESTS=1, set by scripts/test.sh) also a PyFlink virtualenv.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -41,8 +42,10 @@ echo "setup: Spark Kafka connector jars" >&2
 # a virtualenv of its own, <cache>/pyflink-<version>-venv, never into this environment; and
 # Flink's Kafka SQL connector jar from Maven Central. Made once (marker written last), under
 # a lock: tests/integration/flink_env.py.
-echo "setup: PyFlink virtualenv and Flink's Kafka SQL connector (once: about a minute)" >&2
-"$PYTHON" -m tests.integration.flink_env >/dev/null
+if [ "${CDC_INGEST_SETUP_TESTS:-0}" = 1 ]; then  # scripts/test.sh only; the demo needs none
+  echo "setup: PyFlink virtualenv and Flink's Kafka SQL connector (once: about a minute)" >&2
+  "$PYTHON" -m tests.integration.flink_env >/dev/null
+fi
 
 echo "setup: MySQL 9.7 root (once: debootstrap sid + apt-get, about a minute)" >&2
 # debootstrap and chroot need root; the cache is resolved before sudo drops the environment.

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 export PYTHON="${PYTHON:-python3}"
-./scripts/setup.sh
+CDC_INGEST_SETUP_TESTS=1 ./scripts/setup.sh
 
 echo "test.sh: ruff and mypy" >&2
 "$PYTHON" -m ruff check --quiet .
