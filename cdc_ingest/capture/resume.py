@@ -12,11 +12,13 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from dataclasses import replace
 
 from cdc_ingest.capture.events import TxBegin
 from cdc_ingest.capture.options import CaptureOptions, StartupSpec
 from cdc_ingest.capture.positions import PositionStore
+from cdc_ingest.capture.schemas import load_schemas
 from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.errors import (
     PURGED_FIX,
@@ -65,6 +67,8 @@ def start_position(options: CaptureOptions, store: PositionStore,
     start = store.load()
     if start is not None:
         log.info("resuming from committed position %s", start.describe())
+        if start.tables is None:  # a release before selections were recorded
+            unseen_tables(options, catalog, load_schemas(options.kafka, options.schema_topic))
         start = added_tables(options, start, catalog)
     else:
         start = first_position(options.startup, catalog)
@@ -91,6 +95,24 @@ def _selects(selection: list[str | None], db: str, table: str) -> bool:
     if not tables or not TableSelector.parse(tables).matches(db, table):
         return False
     return exclude is None or not TableSelector.parse(exclude, "tables.exclude").matches(db, table)
+
+
+def unseen_tables(options: CaptureOptions, catalog: Catalog,
+                  known: Collection[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Warn of captured tables the schema topic never heard of, at the first start on a
+    position that does not say which tables its run selected: a table added to
+    ``source.tables`` at this very start cannot be told apart from one that never changed,
+    and its existing rows would be missing without a word."""
+    unseen = sorted(t for t in catalog.tables() if options.captured(*t) and t not in known)
+    if unseen:
+        names = ", ".join(f"{db}.{table}" for db, table in unseen)
+        log.warning("this pipeline has never written %s (no record in its schema topic). If "
+                    "it was added to source.tables at this start, its existing rows are not "
+                    "in the sink topics: snapshot it with `cdc-ingest snapshot --config <file> "
+                    "%s` (the committed position is from a release that did not record the "
+                    "table selection; later starts detect added tables themselves)",
+                    names, " ".join(f"{db}.{table}" for db, table in unseen))
+    return unseen
 
 
 def added_tables(options: CaptureOptions, start: Position, catalog: Catalog) -> Position:

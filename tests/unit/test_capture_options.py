@@ -98,3 +98,15 @@ def test_tables_added_between_runs_are_snapshotted_first() -> None:
     with pytest.raises(ConfigError, match=r"now also selects shop\.b") as caught:
         added_tables(_options(r"shop.\.*", newly=False), committed, catalog)  # type: ignore[arg-type]
     assert "scan.newly-added-table.enabled: true" in caught.value.problems[0].fix
+
+
+def test_an_old_position_warns_of_tables_its_pipeline_never_wrote(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from cdc_ingest.capture.resume import unseen_tables  # noqa: PLC0415
+
+    catalog = _Catalog([("shop", "a"), ("shop", "b"), ("app", "x")])
+    with caplog.at_level("WARNING"):
+        unseen = unseen_tables(_options(r"shop.\.*"), catalog,  # type: ignore[arg-type]
+                               {("shop", "a"), ("app", "x")})
+    assert unseen == [("shop", "b")]
+    assert "cdc-ingest snapshot --config <file> shop.b" in caplog.text
