@@ -74,12 +74,6 @@ def _sql_only(value: Any) -> str:
     return "SQL"
 
 
-def _false_only(value: Any) -> bool:
-    if str(value).strip().lower() not in ("false", "0"):
-        raise problem("true is not supported", "remove it: null columns are always written")
-    return False
-
-
 def _no_schema(value: Any) -> bool:
     if str(value).strip().lower() not in ("false", "0"):
         raise problem("true is not supported yet",
@@ -96,7 +90,6 @@ def _no_dead_letter(value: Any) -> None:
 NoSchema = Annotated[bool, PlainValidator(_no_schema)]
 NoDeadLetter = Annotated[str | None, PlainValidator(_no_dead_letter)]
 SqlOnly = Annotated[str, PlainValidator(_sql_only)]
-FalseOnly = Annotated[bool, PlainValidator(_false_only)]
 
 
 def _timestamps(fmt: str) -> Any:
@@ -105,8 +98,11 @@ def _timestamps(fmt: str) -> Any:
 
 
 def _nulls(fmt: str) -> Any:
+    what = ("the json key's null columns are left out" if fmt == "json" else
+            "every null field of the value is left out, at any depth (`before`/`after`/`old` "
+            "of none, null columns)")
     return Field(False, alias=f"{fmt}.encode.ignore-null-fields",
-                 description="`false` only: null columns are written")
+                 description=f"`true`: {what}, as Flink's json formats do")
 
 
 TopicMapping = Annotated[FrozenDict[str, str], PlainValidator(_topic_mapping)]
@@ -153,9 +149,9 @@ class KafkaSinkDef(KafkaSinkBase):
     json_timestamp_format_standard: SqlOnly = _timestamps("json")
     debezium_json_timestamp_format_standard: SqlOnly = _timestamps("debezium-json")
     canal_json_timestamp_format_standard: SqlOnly = _timestamps("canal-json")
-    json_encode_ignore_null_fields: FalseOnly = _nulls("json")
-    debezium_json_encode_ignore_null_fields: FalseOnly = _nulls("debezium-json")
-    canal_json_encode_ignore_null_fields: FalseOnly = _nulls("canal-json")
+    json_encode_ignore_null_fields: bool = _nulls("json")
+    debezium_json_encode_ignore_null_fields: bool = _nulls("debezium-json")
+    canal_json_encode_ignore_null_fields: bool = _nulls("canal-json")
 
     @model_validator(mode="before")
     @classmethod

@@ -65,10 +65,8 @@ def deletes(serde: EventSerde, topic: str, messages: Iterable[Message], ddl: Ddl
             if partition is not None and _owner(ddl, image, changelog_partitions,
                                                      names) != partition:
                 continue
-            pk = orjson.dumps(names or ddl.key or []) if serde.canal else b""
-            value = (b'{"old":null,"data":[%b],"type":"DELETE"%b,"pkNames":%b}' % (
-                image, target.source, pk) if serde.canal else
-                b'{"before":%b,"after":null,"op":"d","source":%b}' % (image, target.source))
+            pk_names = orjson.dumps(names or ddl.key or [])
+            value = serde.value(target, "-D", b"{}", image, b"null", pk_names)
             out.append((topic, key, value, target.headers, ts_ms, name))
     return out
 

@@ -46,6 +46,19 @@ _REGEX_CHARS = frozenset("\\*+?[](){}|^$,")
 
 
 decode_columns = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
+_NULL = b"null"
+
+
+def without_nulls(row: bytes) -> bytes:
+    """A row object without its null members, every other value byte for byte."""
+    return msgspec.json.encode({k: v for k, v in decode_columns(row).items()
+                                if bytes(v) != _NULL})
+
+
+def _members(*pairs: tuple[bytes, bytes], skip_nulls: bool) -> bytes:
+    """``"name":value`` members, those whose value is null left out with ``skip_nulls``."""
+    return b",".join(b'"%b":%b' % (name, value) for name, value in pairs
+                     if not (skip_nulls and value == _NULL))
 
 
 def csv_field(value: str) -> str:
@@ -77,6 +90,8 @@ class EventOptions:
     mapping: tuple[tuple[str, str], ...] = ()  # (table selector, topic), in order
     all_to_zero: bool = True
     custom_headers: tuple[tuple[str, str], ...] = ()
+    value_ignore_nulls: bool = False  # <format>.encode.ignore-null-fields
+    key_ignore_nulls: bool = False  # json.encode.ignore-null-fields (json keys)
     _rules: list[tuple[list[list[re.Pattern[str]]], str]] = field(
         default_factory=list, repr=False, compare=False)
 
@@ -136,6 +151,11 @@ class EventSerde:
         self._targets: dict[tuple[str, str], tuple[Target, ...]] = {}
         self.ddl: DdlRecord | None = None
 
+    @property
+    def ignores_nulls(self) -> bool:
+        """Whether null fields are left out of the values (``encode.ignore-null-fields``)."""
+        return self._options.value_ignore_nulls
+
     def targets(self, db: str, table: str) -> tuple[Target, ...]:
         found = self._targets.get((db, table))
         if found is None:
@@ -148,10 +168,13 @@ class EventSerde:
         namespace = parts[-3] if len(parts) >= 3 else None
         schema = parts[-2] if len(parts) >= 2 else None
         name = parts[-1]
+        skip = self._options.value_ignore_nulls
         if self.canal:
-            source = b',"database":%b,"table":%b' % (orjson.dumps(schema), orjson.dumps(name))
+            source = b"," + _members((b"database", orjson.dumps(schema)),
+                                     (b"table", orjson.dumps(name)), skip_nulls=skip)
         else:
-            source = orjson.dumps({"db": schema, "table": name})
+            source = b"{" + _members((b"db", orjson.dumps(schema)),
+                                     (b"table", orjson.dumps(name)), skip_nulls=skip) + b"}"
         headers: Headers | None = None
         if self._with_headers or self._options.custom_headers:
             headers = []
@@ -175,19 +198,32 @@ class EventSerde:
         if self._csv:
             values = decode_columns(pk).values()
             return b",".join([target.key_head, *(_csv_value(bytes(v)).encode() for v in values)])
+        if self._options.key_ignore_nulls:
+            pk = without_nulls(pk)
         # Flink CDC's json key is Jackson's: the same bytes for the same key
         return jackson_json(target.key_head + (b"}" if pk == b"{}" else b"," + pk[1:]))
 
-    def value(self, target: Target, op: str, pk: bytes, before: bytes, after: bytes) -> bytes:
+    def value(self, target: Target, op: str, pk: bytes, before: bytes, after: bytes,
+              names: bytes | None = None) -> bytes:
+        """The change event; ``names``: canal's ``pkNames`` (else the key's columns)."""
         debezium_op, canal_type = _OPS[op]
+        skip = self._options.value_ignore_nulls
+        if skip:
+            before = before if before == _NULL else without_nulls(before)
+            after = after if after == _NULL else without_nulls(after)
         if not self.canal:
+            if skip:
+                return b"{%b}" % _members((b"before", before), (b"after", after),
+                                          (b"op", b'"%b"' % debezium_op),
+                                          (b"source", target.source), skip_nulls=True)
             return b'{"before":%b,"after":%b,"op":"%b","source":%b}' % (
                 before, after, debezium_op, target.source)
-        old = b"[%b]" % before if op == "+U" else b"null"
+        old = b"[%b]" % before if op == "+U" else _NULL
         data = before if op == "-D" else after
-        names = orjson.dumps(list(decode_columns(pk)))
-        return b'{"old":%b,"data":[%b],"type":"%b"%b,"pkNames":%b}' % (
-            old, data, canal_type, target.source, names)
+        names = names if names is not None else orjson.dumps(list(decode_columns(pk)))
+        head = _members((b"old", old), skip_nulls=skip)
+        return b'{%b"data":[%b],"type":"%b"%b,"pkNames":%b}' % (
+            head + b"," if head else b"", data, canal_type, target.source, names)
 
     def add(self, out: list[SinkMessage], key: bytes | None, value: bytes) -> int:
         """Append the change events of one changelog record (one per table id); none for

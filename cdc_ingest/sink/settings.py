@@ -66,7 +66,11 @@ def event_options(defn: PipelineDef) -> EventOptions | None:
         value_format=str(sink.value_format.value), key_format=str(sink.key_format.value),
         topic=sink.topic or None, mapping=tuple(sink.sink_table_id_to_topic_mapping.items()),
         all_to_zero=str(sink.partition_strategy.value) == "all-to-zero",
-        custom_headers=tuple(sink.sink_custom_header.items()))
+        custom_headers=tuple(sink.sink_custom_header.items()),
+        value_ignore_nulls=(sink.canal_json_encode_ignore_null_fields
+                            if str(sink.value_format.value) == "canal-json"
+                            else sink.debezium_json_encode_ignore_null_fields),
+        key_ignore_nulls=sink.json_encode_ignore_null_fields)
 
 
 def sink_settings(defn: PipelineDef) -> SinkSettings:

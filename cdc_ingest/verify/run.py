@@ -71,7 +71,8 @@ def _check_topic(
     latest = latest_values(kafka, topic, events=events is not None)
     rules = {name: _rule(defn, name) for name in tables}
     soft = bool(tables) and all(r is not None and r.spec.soft_delete for r in rules.values())
-    check = TopicCheck(topic, tuple(tables), latest, defn.sink.except_key, max_diffs, soft)
+    check = TopicCheck(topic, tuple(tables), latest, defn.sink.except_key, max_diffs, soft,
+                       nulls_left_out=events is not None and events.ignores_nulls)
     boolean = defn.source.treat_tinyint1_as_boolean_enabled
     # One read view for all shards of a topic, so their union is one moment of MySQL.
     with mysql.snapshot():

@@ -69,6 +69,46 @@ def test_canal_json_values_match_flink_cdc() -> None:
     assert [one(s, value)[2].decode() for value in EVENTS] == expected  # type: ignore[union-attr]
 
 
+NULLS = [  # a null column, and a one-part table id (no database)
+    record("+I", None, {"col1": "1", "col2": None}),
+    record("+U", {"col1": "1", "col2": None}, {"col1": "1", "col2": "x"}),
+    record("-D", {"col1": "1", "col2": "x"}, None),
+]
+
+
+@pytest.mark.parametrize(("fmt", "expected"), [
+    ("debezium-json", [
+        '{"after":{"col1":"1"},"op":"c","source":{"table":"t9"}}',
+        '{"before":{"col1":"1"},"after":{"col1":"1","col2":"x"},"op":"u","source":{"table":"t9"}}',
+        '{"before":{"col1":"1","col2":"x"},"op":"d","source":{"table":"t9"}}']),
+    ("canal-json", [
+        '{"data":[{"col1":"1"}],"type":"INSERT","table":"t9","pkNames":["col1"]}',
+        '{"old":[{"col1":"1"}],"data":[{"col1":"1","col2":"x"}],"type":"UPDATE","table":"t9","pkNames":["col1"]}',
+        '{"data":[{"col1":"1","col2":"x"}],"type":"DELETE","table":"t9","pkNames":["col1"]}']),
+])
+def test_ignore_null_fields_leaves_out_every_null_field_as_flinks_json_does(
+        fmt: str, expected: list[str]) -> None:
+    # Flink's RowDataToJsonConverters with ignoreNullFields: a null field is not written, at
+    # any depth: before/after/old of none, null columns, source.db of a one-part table id
+    router = Router([RouteRule.compile("shop.t1", "t9")])
+    s = EventSerde(router, EventOptions(value_format=fmt, value_ignore_nulls=True), False)
+    assert [s.messages(None, v)[0][2].decode() for v in NULLS] == expected  # type: ignore[union-attr]
+    # a truncate's delete events leave them out too
+    [(_t, key, body, *_rest)] = s.messages(None, NULLS[1])
+    read_back = [Message("t9", 0, 0, key, body, [], 0)]
+    ddl = DdlRecord("shop", "t1", "TRUNCATE t1", "f:9", "truncate", key=["col1"])
+    [(_t, _k, value, *_rest)] = deletes(s, "t9", read_back, ddl, 5, 1, None)
+    assert value == expected[2].encode()
+    # json.encode.ignore-null-fields: the key's null columns too (a configured key may hold one)
+    keyed = EventSerde(router, EventOptions(value_format=fmt, key_ignore_nulls=True), False)
+    null_key = record("+I", None, {"col1": None, "col2": "y"})
+    assert keyed.messages(None, null_key)[0][1] == b'{"TableId":"t9"}'
+    # off (the default): written as before
+    plain = EventSerde(router, EventOptions(value_format=fmt), False)
+    assert plain.messages(None, null_key)[0][1] == b'{"TableId":"t9","col1":null}'
+    assert b'"col2":null' in plain.messages(None, NULLS[0])[0][2]  # type: ignore[operator]
+
+
 def test_json_and_csv_keys_match_flink_cdc() -> None:
     json_keys = [one(serde(), v)[1].decode() for v in EVENTS]
     assert json_keys == [f'{{"TableId":"{TABLE_ID}","col1":"{n}"}}' for n in "1221"]

@@ -80,6 +80,15 @@ def test_equal_topic() -> None:
         "topic orders <- db.t", "  MySQL rows 2, topic keys 2: equal"]
 
 
+def test_a_column_left_out_is_a_null_only_where_the_sink_leaves_nulls_out() -> None:
+    latest = topic(({"id": 1}, {"id": 1}), ({"id": 2}, {"id": 2}))
+    for nulls_left_out, differing in ((True, 1), (False, 2)):
+        c = TopicCheck("orders", ("db.t",), dict(latest), False, nulls_left_out=nulls_left_out)
+        c.row("db.t", key(id=1), ("id",), {"id": 1, "d": None})
+        c.row("db.t", key(id=2), ("id",), {"id": 2, "d": Num("0.50")})  # not null: differs
+        assert c.finish().counts["differing"] == differing
+
+
 def test_missing_extra_and_differing_keys() -> None:
     c = check(topic(({"id": 1}, {"id": 1, "s": "new", "d": Num("0.5")}),
                     ({"id": 9}, {"id": 9, "s": "gone", "d": None})))
