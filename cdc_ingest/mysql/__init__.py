@@ -10,6 +10,7 @@ from cdc_ingest.mysql.connection import (
     connection_settings,
     stream_rows,
     try_query,
+    went_away,
 )
 from cdc_ingest.mysql.flavor import Flavor
 
@@ -25,4 +26,5 @@ __all__ = [
     "connection_settings",
     "stream_rows",
     "try_query",
+    "went_away",
 ]

@@ -10,12 +10,19 @@ from cdc_ingest.capture.snapshot.table import TableInfo
 
 
 class ChunkFilter:
-    """Binlog phase after a snapshot: is this row change already in its key's snapshot row?"""
+    """Binlog phase after a snapshot: is this row change already in its key's snapshot row?
+
+    A table's chunks, read in key order, tile its key range: each starts after the key the
+    one before ended at. Then the key's chunk is found by bisection, a few key comparisons
+    per change (text keys compare through the server, so this is what the binlog phase's
+    speed inside the snapshot's window hangs on); chunks that do not tile are searched in
+    turn."""
 
     def __init__(self, state: SnapshotState, info: Callable[[str, str], TableInfo]) -> None:
         self._by_table: dict[tuple[str, str], list[list[Any]]] = {}
         for chunk in state.chunks:
             self._by_table.setdefault((chunk[0], chunk[1]), []).append(chunk)
+        self._tiled = {table for table, chunks in self._by_table.items() if _tiles(chunks)}
         self._info = info
         self.state = state
         self.last: BinlogPos = max(((c[4], c[5]) for c in state.chunks), default=("", 0))
@@ -26,13 +33,33 @@ class ChunkFilter:
         if not chunks or at > self.last:
             return False
         order = self._info(db, table).order
-        for chunk in chunks:
-            if order.within(key, chunk[2], chunk[3]):
-                return at <= (chunk[4], chunk[5])
-        return False
+        if (db, table) not in self._tiled:
+            for chunk in chunks:
+                if order.within(key, chunk[2], chunk[3]):
+                    return at <= (chunk[4], chunk[5])
+            return False
+        lo, hi = 0, len(chunks)  # the first chunk whose end is at or after the key
+        while lo < hi:
+            mid = (lo + hi) // 2
+            upto = chunks[mid][3]
+            if upto is None or order.compare(key, upto) <= 0:
+                hi = mid
+            else:
+                lo = mid + 1
+        if lo == len(chunks) or not order.within(key, chunks[lo][2], chunks[lo][3]):
+            return False
+        return at <= (chunks[lo][4], chunks[lo][5])
 
     def reaches(self, db: str, table: str, at: BinlogPos) -> bool:
         """True when a chunk of the table was read after ``at`` (its rows are the table as
         of a later point, so a statement at ``at`` that empties the table cannot be put in
         order with them)."""
         return any(at < (c[4], c[5]) for c in self._by_table.get((db, table), ()))
+
+
+def _tiles(chunks: list[list[Any]]) -> bool:
+    """Whether the chunks follow each other in key order: the first from the start, each
+    from where the one before ended, only the last open-ended."""
+    return (chunks[0][2] is None
+            and all(chunks[i][2] == chunks[i - 1][3] and chunks[i - 1][3] is not None
+                    for i in range(1, len(chunks))))
