@@ -15,11 +15,13 @@ from typing import Any
 import pymysql
 
 from cdc_ingest.capture.positions import PositionStore
+from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.errors import PURGED_FIX, CdcIngestError, PositionPurgedError, SourceError
-from cdc_ingest.kafka import client_config, read_topic
+from cdc_ingest.kafka import TopicAdmin, client_config, read_topic
 from cdc_ingest.kafka.errors import KafkaClientError
 from cdc_ingest.kafka.offsets import GroupOffsets
+from cdc_ingest.kafka.signals import TopicEnd
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import Catalog, connect, connection_settings
 
@@ -32,6 +34,8 @@ class CaptureStatus:
     behind_seconds: float | None = None
     error: str | None = None
     purged: str | None = None  # why the committed position cannot be resumed
+    snapshot: str | None = None  # an unfinished snapshot in the committed position
+    requests_waiting: int = 0  # `cdc-ingest snapshot` requests not taken yet
     exit_code: int = 0  # of what went wrong (0: nothing)
 
 
@@ -87,6 +91,8 @@ def capture_status(defn: PipelineDef, kafka: dict[str, Any]) -> CaptureStatus:
     status = CaptureStatus()
     try:
         status.position = PositionStore(kafka, defn.pipeline.offsets_topic).load()
+        status.snapshot = _snapshot_progress(status.position)
+        status.requests_waiting = _requests_waiting(defn, kafka, status.position)
         catalog = Catalog(connection_settings(defn.source), retries=0)
         try:
             status.head = catalog.latest()
@@ -108,6 +114,30 @@ def capture_status(defn: PipelineDef, kafka: dict[str, Any]) -> CaptureStatus:
     if status.purged is not None:
         status.exit_code = PositionPurgedError.exit_code
     return status
+
+
+def _snapshot_progress(position: Position | None) -> str | None:
+    if position is None or position.snapshot is None:
+        return None
+    state = SnapshotState.from_json(position.snapshot)
+    if state.done:
+        return None
+    if state.rekey is not None:
+        return f"re-key of {state.rekey.get('db')}.{state.rekey.get('table')} unfinished"
+    tables = [".".join(t) for t in state.tables]
+    return (f"table {state.table + 1} of {len(tables)} ({tables[state.table]}), "
+            f"{len(state.chunks)} chunk(s) committed")
+
+
+def _requests_waiting(defn: PipelineDef, kafka: dict[str, Any],
+                      position: Position | None) -> int:
+    if TopicAdmin(kafka).partitions(defn.signal_topic) is None:
+        return 0
+    end = TopicEnd(kafka, defn.signal_topic)
+    try:
+        return max(end.end() - (position.signals if position is not None else 0), 0)
+    finally:
+        end.close()
 
 
 def sink_status(defn: PipelineDef, kafka: dict[str, Any]) -> SinkStatus:
@@ -188,6 +218,11 @@ def _capture_lines(capture: CaptureStatus) -> list[tuple[str, str]]:
         size = "?" if capture.behind_bytes is None else f"{capture.behind_bytes} bytes"
         secs = "?" if capture.behind_seconds is None else f"{capture.behind_seconds:.1f} s"
         rows.append(("capture behind", f"{size}, {secs}"))
+    if capture.snapshot:
+        rows.append(("snapshot", capture.snapshot))
+    if capture.requests_waiting:
+        rows.append(("requests", f"{capture.requests_waiting} snapshot request(s) not "
+                     "taken yet (capture takes them within seconds while it runs)"))
     if capture.purged:
         rows.append(("capture PURGED", f"the committed position cannot be resumed: "
                      f"{capture.purged}. Fix: {PURGED_FIX}"))

@@ -46,6 +46,23 @@ def test_status_text_is_aligned_and_totals_the_lag() -> None:
     assert data["capture"]["position"]["ts"] == "2023-11-14 22:13:20.000Z"
 
 
+def test_status_shows_an_unfinished_snapshot_and_requests_not_taken() -> None:
+    from cdc_ingest.capture.snapshot.state import SnapshotState  # noqa: PLC0415
+    from cdc_ingest.commands.status import _snapshot_progress  # noqa: PLC0415
+
+    state = SnapshotState([["shop", "a"], ["shop", "b"]], table=1,
+                          chunks=[["shop", "a", None, None, "f", 1]] * 3)
+    text = _snapshot_progress(Position(snapshot=state.as_json()))
+    assert text == "table 2 of 2 (shop.b), 3 chunk(s) committed"
+    status = PipelineStatus("p", CaptureStatus(snapshot=text, requests_waiting=1),
+                            SinkStatus("c", "g"))
+    lines = render_text(status)
+    assert "snapshot          table 2 of 2 (shop.b), 3 chunk(s) committed" in lines
+    assert any(line.startswith("requests          1 snapshot request(s) not taken yet")
+               for line in lines)
+    assert _snapshot_progress(Position(snapshot={**state.as_json(), "done": True})) is None
+
+
 def test_status_text_without_a_position_or_a_server() -> None:
     status = PipelineStatus("p", CaptureStatus(error="cannot connect"),
                             SinkStatus("c", "g", error="cannot read"))
