@@ -49,7 +49,8 @@ class Parser:
     def error(self, what: str) -> ExpressionError:
         kind, word = self.peek()
         found = "the end" if kind == "end" else repr(word)
-        return ExpressionError(f"{what}, found {found} in {self.text!r}")
+        text = " ".join(self.text.split())  # as written, on one line (no repr escapes)
+        return ExpressionError(f"{what}, found {found} in `{text}`")
 
     def at_end(self) -> bool:
         return self.peek()[0] == "end"

@@ -248,3 +248,12 @@ def test_metadata_list_takes_op_ts_only() -> None:
     found = problems_of(minimal(source={"metadata.list": "op_ts,row_kind"}))
     assert "row_kind" in found["source.metadata.list"].message
     assert found["source.metadata.list"].fix.startswith("use op_ts")
+
+
+def test_an_unreadable_expression_is_quoted_as_written() -> None:
+    from cdc_ingest.transform.lexer import ExpressionError  # noqa: PLC0415
+    from cdc_ingest.transform.parse import parse_projection  # noqa: PLC0415
+
+    with pytest.raises(ExpressionError) as caught:
+        parse_projection("\\*, UPPER(name AS up")
+    assert str(caught.value) == "expected ')', found 'AS' in `\\*, UPPER(name AS up`"
