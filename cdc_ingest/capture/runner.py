@@ -29,7 +29,6 @@ from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.capture.stream import BinlogPhase
 from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer
 from cdc_ingest.kafka.limits import message_limit
-from cdc_ingest.kafka.signals import TopicEnd
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import Catalog
 
@@ -138,13 +137,8 @@ class Capture:
         """Watch for requests after those ``start`` took; True when some are waiting."""
         if self._watch is not None:
             self._watch.close()
-        end = TopicEnd(self.o.kafka, self.o.signal_topic)
-        try:
-            last = end.end()
-        finally:
-            end.close()
-        self._watch = SignalWatch(self.o.kafka, self.o.signal_topic, last)
-        return last > start.signals
+        self._watch = SignalWatch(self.o.kafka, self.o.signal_topic)
+        return self._watch.seen > start.signals
 
     def _request_arrived(self) -> bool:
         arrived = self._watch is not None and self._watch.arrived.is_set()

@@ -120,12 +120,13 @@ def take_requests(options: CaptureOptions, start: Position, catalog: Catalog) ->
 
 
 class SignalWatch:
-    """Notices, every :data:`WATCH_INTERVAL_S`, a request written after ``seen``."""
+    """Notices, every :data:`WATCH_INTERVAL_S`, a request written after :attr:`seen` (the
+    topic's end when the watch began)."""
 
-    def __init__(self, kafka: dict[str, Any], topic: str, seen: int) -> None:
-        self.seen = seen
+    def __init__(self, kafka: dict[str, Any], topic: str) -> None:
         self.arrived = threading.Event()
         self._end = TopicEnd(kafka, topic)
+        self.seen = self._end.end()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="signal-watch", daemon=True)
         self._thread.start()

@@ -11,7 +11,13 @@ import pymysql
 
 from cdc_ingest.errors import SourceError
 from cdc_ingest.model import Position
-from cdc_ingest.mysql.connection import ConnectionSettings, connect, unavailable, went_away
+from cdc_ingest.mysql.connection import (
+    ConnectionSettings,
+    connect,
+    query_rows,
+    unavailable,
+    went_away,
+)
 from cdc_ingest.mysql.flavor import Flavor
 
 log = logging.getLogger(__name__)
@@ -52,10 +58,7 @@ class Catalog:
 
     def _all(self, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
         try:
-            self._conn.ping(reconnect=True)
-            with self._conn.cursor() as cur:
-                cur.execute(sql, args)
-                return list(cur.fetchall())
+            return query_rows(self._conn, sql, args)
         except pymysql.err.OperationalError as exc:
             if not went_away(exc):
                 raise

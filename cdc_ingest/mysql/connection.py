@@ -144,6 +144,24 @@ def stream_rows(conn: pymysql.Connection, sql: str, args: Any, fetch: int,
         cursor.close()
 
 
+def query_rows(conn: pymysql.Connection, sql: str,
+               args: Any = None) -> list[tuple[Any, ...]]:
+    """The rows of a query; a connection the server dropped (or an earlier failure closed)
+    is opened again once. Not asking first saves a round trip per query; not for a read
+    view's queries, where a reconnect would silently read outside the view."""
+    for attempt in (1, 2):
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql, args)
+                return list(cur.fetchall())
+        except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:
+            closed = isinstance(exc, pymysql.err.InterfaceError)
+            if attempt == 2 or not (closed or went_away(exc)):
+                raise
+            conn.ping(reconnect=True)
+    raise AssertionError("unreachable")
+
+
 def try_query(conn: pymysql.Connection, sql: str,
               args: Any = None) -> list[tuple[Any, ...]] | None:
     """The rows of a statement the server may refuse (None then), such as ``DEFAULT(col)``

@@ -27,8 +27,8 @@ from cdc_ingest.mysql import (
     ConnectionSettings,
     KeyColumns,
     connect,
+    query_rows,
     stream_rows,
-    went_away,
 )
 
 log = logging.getLogger(__name__)
@@ -88,19 +88,7 @@ class Snapshotter:
         self._catalog.close()
 
     def _sql(self, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
-        """One query; a connection the server dropped is opened again once (asking first
-        would be a round trip more per query, and text key comparisons make many)."""
-        for attempt in (1, 2):
-            try:
-                with self._conn.cursor() as cur:
-                    cur.execute(sql, args)
-                    return list(cur.fetchall())
-            except Exception as exc:
-                closed = type(exc).__name__ == "InterfaceError"  # closed by an earlier failure
-                if attempt == 2 or not (went_away(exc) or closed):
-                    raise
-                self._conn.ping(reconnect=True)
-        raise AssertionError("unreachable")
+        return query_rows(self._conn, sql, args)
 
     def compare_text(self, a: str, b: str, charset: str, collation: str) -> int:
         row = self._sql(
