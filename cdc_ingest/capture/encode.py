@@ -17,7 +17,7 @@ import orjson
 
 from cdc_ingest.capture.decoder import decoder_kind
 from cdc_ingest.capture.events import Rows
-from cdc_ingest.capture.schema import TableSchema
+from cdc_ingest.capture.schema import ColumnSpec, FieldType, TableSchema
 from cdc_ingest.errors import SourceError
 from cdc_ingest.model.changelog import Op, key_bytes, row_value, value_head, value_tail
 
@@ -62,13 +62,13 @@ class KeyPlan:
 
 
 def row_messages(ev: Rows, plan: KeyPlan, before: list[Any] | None, after: list[Any] | None,
-                 pos: str) -> Iterator[KeyValue]:
+                 pos: str, layout: str | None = None) -> Iterator[KeyValue]:
     """One row change as changelog records; a key-changing UPDATE is -D then +I."""
     names, db, table = ev.schema.names, ev.schema.db, ev.schema.table
     ts_ms = ev.ts * 1000
 
     def record(op: Op, pk: dict[str, Any], old: Any, new: Any) -> KeyValue:
-        return key_bytes(pk), row_value(op, db, table, pk, old, new, ts_ms, pos)
+        return key_bytes(pk), row_value(op, db, table, pk, old, new, ts_ms, pos, layout)
 
     old_row = None if before is None else dict(zip(names, before, strict=True))
     new_row = None if after is None else dict(zip(names, after, strict=True))
@@ -90,10 +90,11 @@ def row_messages(ev: Rows, plan: KeyPlan, before: list[Any] | None, after: list[
         yield record(Op.INSERT, new_pk, None, new_row)
 
 
-def table_encoder(schema: TableSchema, plan: KeyPlan) -> TableEncoder:
+def table_encoder(schema: TableSchema, plan: KeyPlan, layout: str | None = None) -> TableEncoder:
     """The compiled encoder (``_rowdecode.RowEncoder``) when capture uses the compiled
-    decoder, else :class:`TableEncoder`; both produce the same bytes."""
-    encoder = TableEncoder(schema, plan)
+    decoder, else :class:`TableEncoder`; both produce the same bytes. ``layout``: the typed
+    layout id every record names."""
+    encoder = TableEncoder(schema, plan, layout)
     if decoder_kind() != "compiled":
         return encoder
     from cdc_ingest.capture import _rowdecode  # type: ignore[attr-defined]  # noqa: PLC0415
@@ -111,11 +112,11 @@ class TableEncoder:
 
     __slots__ = ("_heads", "_key1", "indexes", "names", "plan")
 
-    def __init__(self, schema: TableSchema, plan: KeyPlan) -> None:
+    def __init__(self, schema: TableSchema, plan: KeyPlan, layout: str | None = None) -> None:
         self.plan = plan
         self.names = schema.names
         self.indexes = plan.indexes
-        self._heads = {op.value: value_head(op, schema.db, schema.table) for op in
+        self._heads = {op.value: value_head(op, schema.db, schema.table, layout) for op in
                        (Op.INSERT, Op.UPDATE, Op.DELETE)}
         # a one-column key is rendered around its value; wider keys through a dict
         self._key1 = (
@@ -178,20 +179,61 @@ class TableEncoder:
         return produced
 
 
+class Projected:
+    """Rows of a layout written with other columns (``schema.change.behavior: ignore``): each
+    pinned column's value, null for one the table no longer has; the rest left out."""
+
+    __slots__ = ("_indexes", "inner", "plan")
+
+    def __init__(self, inner: TableEncoder, indexes: list[int | None]) -> None:
+        self.inner, self.plan, self._indexes = inner, inner.plan, indexes
+
+    def _row(self, row: list[Any] | None) -> list[Any] | None:
+        return None if row is None else [None if i is None else row[i] for i in self._indexes]
+
+    def produce_rows(self, send: Send, topic: str, kind: str, rows: list[RowPair],
+                     first_no: int, pos_prefix: str, ts_ms: int, keep: Keep | None) -> int:
+        project = self._row
+        return self.inner.produce_rows(send, topic, kind,
+                                       [(project(b), project(a)) for b, a in rows],
+                                       first_no, pos_prefix, ts_ms, keep)
+
+
+def pinned_schema(schema: TableSchema, columns: list[str]) -> tuple[TableSchema,
+                                                                     list[int | None]]:
+    """``schema`` shown with ``columns`` only (a column it lacks as NULL), and where each
+    comes from in its rows."""
+    by_name = {c.name: (i, c) for i, c in enumerate(schema.columns)}
+    specs = tuple(by_name[n][1] if n in by_name else ColumnSpec(n, FieldType.NULL)
+                  for n in columns)
+    indexes = [by_name[n][0] if n in by_name else None for n in columns]
+    return TableSchema(schema.db, schema.table, specs, schema.primary_key), indexes
+
+
 class Encoders:
     """The encoder of each table layout, built once (schemas are cached objects: holding one
     keeps its id unique, so a schema change after DDL gets a new encoder)."""
 
-    def __init__(self, on_layout: Callable[[TableSchema, str], None] | None = None) -> None:
-        self._by_schema: dict[int, tuple[TableSchema, TableEncoder]] = {}
-        self._on_layout = on_layout  # told of each layout before its first rows
+    def __init__(self, on_layout: Callable[[TableSchema, str], str] | None = None,
+                 pinned: Callable[[str, str], list[str] | None] | None = None) -> None:
+        self._by_schema: dict[int, tuple[TableSchema, TableEncoder | Projected]] = {}
+        # told of each layout before its first rows; returns the typed layout id
+        self._on_layout = on_layout
+        self._pinned = pinned  # the columns a table's rows are written with (None: all)
 
-    def get(self, schema: TableSchema, where: str) -> TableEncoder:
+    def get(self, schema: TableSchema, where: str) -> TableEncoder | Projected:
         hit = self._by_schema.get(id(schema))
         if hit is None or hit[0] is not schema:
             plan = KeyPlan(schema, where)
-            if self._on_layout is not None:
-                self._on_layout(schema, where)
-            hit = (schema, table_encoder(schema, plan))
+            layout = self._on_layout(schema, where) if self._on_layout is not None else None
+            columns = self._pinned(schema.db, schema.table) if self._pinned else None
+            encoder: TableEncoder | Projected
+            if columns is None or list(schema.names) == columns:
+                encoder = table_encoder(schema, plan, layout)
+            else:
+                shown, indexes = pinned_schema(schema, columns)
+                encoder = Projected(table_encoder(shown, KeyPlan(shown, where), layout),
+                                    indexes)
+            hit = (schema, encoder)
             self._by_schema[id(schema)] = hit
         return hit[1]

@@ -1,7 +1,9 @@
 """MySQL GEOMETRY values (4-byte SRID + WKB) as a GeoJSON-style JSON string.
 
 The text is ``{"coordinates":...,"type":"Point","srid":0}``, the form Flink CDC's MySQL
-pipeline connector emits, so downstream readers of either tool see the same thing.
+pipeline connector emits, so downstream readers of either tool see the same thing: its
+coordinates as Esri's GeoJSON writer and Jackson spell them (``[1,1]``, ``[1.5,-2.25]``,
+``1.0E-5``; cdc_ingest.model.javatext).
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-import orjson
+from cdc_ingest.model.javatext import geojson_text
 
 _NAMES = {
     1: "Point",
@@ -69,4 +71,4 @@ def geometry_dict(value: bytes) -> dict[str, Any]:
 
 
 def geometry_json(value: bytes) -> str:
-    return orjson.dumps(geometry_dict(value)).decode()
+    return geojson_text(geometry_dict(value))

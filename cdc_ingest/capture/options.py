@@ -38,7 +38,7 @@ class CaptureOptions:
     offsets_topic: str
     schema_topic: str
     signal_topic: str  # requests to the running capture (capture/signals.py)
-    schema_change_behavior: str  # lenient | exception | evolve
+    schema_change_behavior: str  # lenient | exception | evolve | ignore
     sink_group: str  # the sink's consumer group: re-keying waits for its offsets
     partitions: int
     replication_factor: int
@@ -84,7 +84,9 @@ def capture_options(defn: PipelineDef) -> CaptureOptions:
         offsets_topic=p.offsets_topic,
         schema_topic=p.schema_topic,
         signal_topic=defn.signal_topic,
-        schema_change_behavior=str(p.schema_change_behavior.value),
+        # try_evolve is evolve here: a change that cannot be applied stops, never skipped
+        schema_change_behavior=("evolve" if p.schema_change_behavior.value == "try_evolve"
+                                else str(p.schema_change_behavior.value)),
         sink_group=defn.sink_group_id,
         partitions=p.parallelism,
         replication_factor=defn.sink.topic_replication_factor or -1,  # -1: broker default

@@ -21,7 +21,7 @@ from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.capture.progress import Progress
 from cdc_ingest.capture.rekey import Rekeying
 from cdc_ingest.capture.resume import Transactions, same_server, start_position
-from cdc_ingest.capture.schemas import SchemaGuard, load_schemas
+from cdc_ingest.capture.schemas import SchemaGuard, read_schema_topic
 from cdc_ingest.capture.signals import SignalWatch, take_requests
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.snapshot.phase import SnapshotPhase, snapshotter
@@ -83,9 +83,9 @@ class Capture:
         waiting = self._watch_signals(start)
         checkpoint = Checkpoint(self._producer, self._store, start, o.max_rows,
                                 o.max_interval_s, o.heartbeat_s)
-        guard = SchemaGuard(self._producer, o.schema_topic,
-                            load_schemas(o.kafka, o.schema_topic), o.schema_change_behavior,
-                            checkpoint.open, checkpoint.commit)
+        tables, layouts = read_schema_topic(o.kafka, o.schema_topic)
+        guard = SchemaGuard(self._producer, o.schema_topic, tables, o.schema_change_behavior,
+                            checkpoint.open, checkpoint.commit, layouts, o.tinyint1_as_boolean)
         if not self._store.resumed:
             guard.forget_all()  # what an earlier pipeline of this name left there
         chunk_filter = None

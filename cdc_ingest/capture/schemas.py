@@ -15,11 +15,12 @@ the new ones: :class:`SchemaGuard` stops capture there, after committing everyth
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
 
+from cdc_ingest.capture.flinktypes import Typed, layout_id
 from cdc_ingest.capture.keyschema import KeySchema, Layout
 from cdc_ingest.errors import SchemaChangeStopped
 from cdc_ingest.kafka import TransactionalProducer, read_topic
@@ -43,19 +44,31 @@ class RekeyNeeded(KeySchemaChanged):
         self.db, self.table, self.key, self.columns, self.where = db, table, key, columns, where
 
 
-def load_schemas(kafka: dict[str, Any], topic: str) -> dict[TableId, dict[str, Any]]:
-    """The last committed record of every table in the schema topic."""
+def read_schema_topic(kafka: dict[str, Any], topic: str
+                      ) -> tuple[dict[TableId, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The last committed record of every table in the schema topic, and every layout
+    record by layout id."""
     known: dict[TableId, dict[str, Any]] = {}
+    layouts: dict[str, dict[str, Any]] = {}
     for msg in read_topic(kafka, topic):
         if msg.key is None:
             continue
         key = orjson.loads(msg.key)
+        if key.get("layout") is not None:
+            if msg.value is not None:
+                layouts[str(key["layout"])] = orjson.loads(msg.value)
+            continue
         table_id = (str(key.get("db")), str(key.get("table")))
         if msg.value is None:
             known.pop(table_id, None)
         else:
             known[table_id] = orjson.loads(msg.value)
-    return known
+    return known, layouts
+
+
+def load_schemas(kafka: dict[str, Any], topic: str) -> dict[TableId, dict[str, Any]]:
+    """The last committed record of every table in the schema topic."""
+    return read_schema_topic(kafka, topic)[0]
 
 
 class SchemaGuard:
@@ -67,10 +80,13 @@ class SchemaGuard:
 
     def __init__(self, producer: TransactionalProducer, topic: str,
                  known: dict[TableId, dict[str, Any]], behavior: str,
-                 open_tx: Callable[[], None], commit: Callable[[], None]) -> None:
+                 open_tx: Callable[[], None], commit: Callable[[], None],
+                 layouts: Iterable[str] = (), tinyint1_as_boolean: bool = False) -> None:
         self._producer = producer
         self._topic = topic
         self._known = known
+        self._layouts = set(layouts)  # layout ids the topic holds
+        self.tinyint1_as_boolean = tinyint1_as_boolean
         self._behavior = behavior
         self._open = open_tx
         self._commit = commit
@@ -84,9 +100,10 @@ class SchemaGuard:
         self._known.clear()
 
     def layout(self, db: str, table: str, key: KeySchema, columns: Layout, pos: str,
-               ts_ms: int) -> None:
+               ts_ms: int, typed: list[Typed]) -> str:
         """Records of ``db.table`` are about to be keyed by ``key``: record it, or stop when
-        the table's messages in Kafka carry a different key."""
+        the table's messages in Kafka carry a different key. Returns the id of the typed
+        layout (``typed``) its rows carry, recorded in the topic before them."""
         last = self._known.get((db, table))
         before = KeySchema.from_json(last.get("key")) if last else None
         if before is not None and before != key:
@@ -95,11 +112,42 @@ class SchemaGuard:
             if self._behavior == "evolve":
                 raise RekeyNeeded(message, db, table, key, columns, pos)
             raise KeySchemaChanged(message)
+        lid = self._typed(db, table, typed, ts_ms)
+        pinned = (last or {}).get("pinned")
+        if self._behavior == "ignore":
+            if pinned:
+                lid = str(pinned["layout"])  # rows are written with the pinned columns
+            else:
+                pinned = {"columns": [c[0] for c in columns], "layout": lid}
         listed = [list(c) for c in columns]
-        if last is not None and before is not None and last.get("columns") == listed:
-            return
-        self._write(db, table, {**(last or {}), "key": key.as_json(), "columns": listed,
-                                "pos": pos, "ts_ms": ts_ms})
+        if (last is not None and before is not None and last.get("columns") == listed
+                and last.get("pinned") == pinned):
+            return lid
+        value = {**(last or {}), "key": key.as_json(), "columns": listed, "pos": pos,
+                 "ts_ms": ts_ms}
+        if pinned:
+            value["pinned"] = pinned
+        self._write(db, table, value)
+        return lid
+
+    def pinned(self, db: str, table: str) -> list[str] | None:
+        """``schema.change.behavior: ignore``: the columns the table's rows are written with,
+        those it had when first captured (None: every column, as the rows come)."""
+        if self._behavior != "ignore":
+            return None
+        pinned = (self._known.get((db, table)) or {}).get("pinned")
+        return list(pinned["columns"]) if pinned else None
+
+    def _typed(self, db: str, table: str, typed: list[Typed], ts_ms: int) -> str:
+        lid = layout_id(db, table, typed)
+        if lid not in self._layouts:
+            self._open()
+            value = {"v": SCHEMA_VERSION, "db": db, "table": table, "layout": lid,
+                     "columns": typed}
+            self._producer.send(self._topic, orjson.dumps(value),
+                                orjson.dumps({"db": db, "table": table, "layout": lid}), ts_ms)
+            self._layouts.add(lid)
+        return lid
 
     def rekeyed(self, db: str, table: str, key: KeySchema, columns: Layout, pos: str,
                 ts_ms: int) -> None:
@@ -129,6 +177,8 @@ class SchemaGuard:
         if action in EMPTIES_TABLE:
             # every key of the table is tombstoned (the sink): the next layout starts afresh
             value.update(key=None, columns=None)
+        if action in ("drop", "replace"):
+            value.pop("pinned", None)  # ignore: a table created again is pinned afresh
         self._write(db, table, value)
 
     def _write(self, db: str, table: str, value: dict[str, Any]) -> None:

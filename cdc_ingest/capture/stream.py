@@ -22,6 +22,7 @@ from cdc_ingest.capture.checkpoint import Checkpoint
 from cdc_ingest.capture.ddl import action_of, tables_of
 from cdc_ingest.capture.encode import KEEP_ALL, KEEP_NEW, KEEP_OLD, Encoders, KeyPlan
 from cdc_ingest.capture.events import Ddl, Heartbeat, Rows, TxBegin, TxCommit
+from cdc_ingest.capture.flinktypes import typed_from_binlog
 from cdc_ingest.capture.keyschema import of_binlog
 from cdc_ingest.capture.progress import Progress
 from cdc_ingest.capture.resume import Transactions, same_server
@@ -59,7 +60,7 @@ class BinlogPhase:
         self._stopping = stopping
         self._guard = guard
         self._rekey = rekey
-        self._encoders = Encoders(self._on_layout)
+        self._encoders = Encoders(self._on_layout, self._guard.pinned)
 
     def run(self, open_reader: Callable[[Position], BinlogReader], retries: int) -> None:
         """Until stopped; the last records and position are committed on the way out.
@@ -101,7 +102,7 @@ class BinlogPhase:
             raise change
         self._filter = self._rekey(change, self._filter)
         self._tx = self._tx.resumed_at(self._checkpoint.committed)
-        self._encoders = Encoders(self._on_layout)
+        self._encoders = Encoders(self._on_layout, self._guard.pinned)
         return self._filter is not None
 
     def _resume_after(self, lost: SourceUnavailable, failures: int, retries: int) -> None:
@@ -179,13 +180,16 @@ class BinlogPhase:
                                       ts_ms=ts_ms)
         self._progress.event_ts = ev.ts
 
-    def _on_layout(self, schema: TableSchema, where: str) -> None:
+    def _on_layout(self, schema: TableSchema, where: str) -> str:
         """The first rows of a table layout (after a start, or a DDL), at binlog ``where``:
         the schema topic records it, or capture stops when its key is not the one the topics
-        hold."""
+        hold. Returns the id of its typed layout (capture/flinktypes.py)."""
         key, layout = of_binlog(schema)
-        self._guard.layout(schema.db, schema.table, key, layout, where,
-                           self._checkpoint.position.ts_ms)
+        typed = typed_from_binlog(layout, schema.columns,
+                                  self._catalog.columns(schema.db, schema.table),
+                                  self._guard.tinyint1_as_boolean)
+        return self._guard.layout(schema.db, schema.table, key, layout, where,
+                                  self._checkpoint.position.ts_ms, typed)
 
     def _keep(self, ev: Rows, plan: KeyPlan) -> Callable[[Any, Any], int] | None:
         """Outside a snapshot's reach, every row; else the changes its key's snapshot row

@@ -92,4 +92,19 @@ class PipelineDef(ConfigModel):
                               f"is the pipeline's {used}; rows would corrupt it",
                               "route to another topic"))
         raise_problems("pipeline", found)
+        self._typed_events_need_plain_columns()
         return self
+
+    def _typed_events_need_plain_columns(self) -> None:
+        """Column types (include-schema, ISO-8601 timestamps) are the source table's: a
+        transform that projects computed columns would need types cdc-ingest does not infer."""
+        if not getattr(self.sink, "typed", False):
+            return
+        found: Found = [
+            (("transform", index, "projection"),
+             "cannot be combined with sink debezium-json.include-schema.enabled or "
+             "timestamp-format.standard: ISO-8601 (the events' column types are the source "
+             "table's; those of a projection are not inferred)",
+             "remove the projection (filters are fine), or those sink options")
+            for index, rule in enumerate(self.transforms) if rule.projection]
+        raise_problems("pipeline", found)

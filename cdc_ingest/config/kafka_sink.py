@@ -67,18 +67,13 @@ def _headers(value: Any) -> FrozenDict[str, str]:
     return _pairs(value, separator, ":", "'key1:value1;key2:value2'")
 
 
-def _sql_only(value: Any) -> str:
-    if str(value).strip().upper() != "SQL":
-        raise problem(f"'{value}' is not supported",
-                      "remove it: timestamps are written in the SQL form (2024-01-31 12:34:56.123)")
-    return "SQL"
-
-
-def _no_schema(value: Any) -> bool:
-    if str(value).strip().lower() not in ("false", "0"):
-        raise problem("true is not supported yet",
-                      "remove it: events are written without the schema block")
-    return False
+def _timestamp_standard(value: Any) -> str:
+    text = str(value).strip().upper()
+    if text not in ("SQL", "ISO-8601"):
+        raise problem(f"'{value}' is not a timestamp standard",
+                      "use 'SQL' (2024-01-31 12:34:56.123) or 'ISO-8601' "
+                      "(2024-01-31T12:34:56.123)")
+    return text
 
 
 def _no_dead_letter(value: Any) -> None:
@@ -87,14 +82,16 @@ def _no_dead_letter(value: Any) -> None:
                   "stops at a row too large for its topic, naming it")
 
 
-NoSchema = Annotated[bool, PlainValidator(_no_schema)]
 NoDeadLetter = Annotated[str | None, PlainValidator(_no_dead_letter)]
-SqlOnly = Annotated[str, PlainValidator(_sql_only)]
+TimestampStandard = Annotated[str, PlainValidator(_timestamp_standard)]
 
 
 def _timestamps(fmt: str) -> Any:
+    what = "the json key's" if fmt == "json" else "the value's"
     return Field("SQL", alias=f"{fmt}.timestamp-format.standard",
-                 description="`SQL` only: timestamps as `2024-01-31 12:34:56.123`")
+                 description=f"{what} TIMESTAMP and TIMESTAMP_LTZ columns (DATETIME, "
+                 "TIMESTAMP): `SQL` (`2024-01-31 12:34:56.123`, `...123Z`) or `ISO-8601` "
+                 "(`2024-01-31T12:34:56.123`, `...123Z`)")
 
 
 def _nulls(fmt: str) -> Any:
@@ -140,15 +137,16 @@ class KafkaSinkDef(KafkaSinkBase):
         FrozenDict(), alias="sink.custom-header",
         description="`key1:value1;key2:value2` (or with `,` between pairs): headers added to "
         "every message, after the table id headers")
-    debezium_json_include_schema_enabled: NoSchema = Field(
+    debezium_json_include_schema_enabled: bool = Field(
         False, alias="debezium-json.include-schema.enabled",
-        description="`false` only (also spelled `sink.debezium-json.include-schema.enabled`): "
-        "the Kafka Connect `schema` block is not written yet")
+        description="`true`: each debezium-json event is `{\"schema\":...,\"payload\":...}`, "
+        "with the Kafka Connect schema of the table's columns as Flink CDC writes it (also "
+        "spelled `sink.debezium-json.include-schema.enabled`)")
     # Flink's json format options that change what is written: only the values that match
     # what cdc-ingest writes (the rest of them are listed in config/ignored.py)
-    json_timestamp_format_standard: SqlOnly = _timestamps("json")
-    debezium_json_timestamp_format_standard: SqlOnly = _timestamps("debezium-json")
-    canal_json_timestamp_format_standard: SqlOnly = _timestamps("canal-json")
+    json_timestamp_format_standard: TimestampStandard = _timestamps("json")
+    debezium_json_timestamp_format_standard: TimestampStandard = _timestamps("debezium-json")
+    canal_json_timestamp_format_standard: TimestampStandard = _timestamps("canal-json")
     json_encode_ignore_null_fields: bool = _nulls("json")
     debezium_json_encode_ignore_null_fields: bool = _nulls("debezium-json")
     canal_json_encode_ignore_null_fields: bool = _nulls("canal-json")
@@ -167,8 +165,39 @@ class KafkaSinkDef(KafkaSinkBase):
     sink_dead_letter_topic: NoDeadLetter = Field(
         None, alias="sink.dead-letter.topic", description="upsert-kafka only")
 
+    @property
+    def iso_values(self) -> bool:
+        """Whether the value's timestamps are written in ISO-8601."""
+        standard = (self.canal_json_timestamp_format_standard
+                    if self.value_format is ValueFormat.CANAL_JSON
+                    else self.debezium_json_timestamp_format_standard)
+        return standard == "ISO-8601"
+
+    @property
+    def iso_keys(self) -> bool:
+        return self.key_format is KeyFormat.JSON and self.json_timestamp_format_standard == \
+            "ISO-8601"
+
+    @property
+    def typed(self) -> bool:
+        """Whether the events need each row's column types."""
+        return self.debezium_json_include_schema_enabled or self.iso_values or self.iso_keys
+
     @model_validator(mode="after")
     def _consistent(self) -> KafkaSinkDef:
-        raise_problems("sink", property_problems(self))
+        found = property_problems(self)
+        if self.value_format is ValueFormat.CANAL_JSON:
+            for option, value in (("debezium-json.include-schema.enabled",
+                                   self.debezium_json_include_schema_enabled),
+                                  ("debezium-json.timestamp-format.standard",
+                                   self.debezium_json_timestamp_format_standard != "SQL")):
+                if value:
+                    found.append(((option,), "applies to value.format debezium-json only",
+                                  "remove it, or set value.format: debezium-json"))
+        elif self.canal_json_timestamp_format_standard != "SQL":
+            found.append((("canal-json.timestamp-format.standard",),
+                          "applies to value.format canal-json only",
+                          "remove it, or set value.format: canal-json"))
+        raise_problems("sink", found)
         return self
 

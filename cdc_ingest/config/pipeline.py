@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator, model_validator
 
 from cdc_ingest.config.durations import Duration
-from cdc_ingest.config.problems import problem, raise_problems
+from cdc_ingest.config.problems import raise_problems
 from cdc_ingest.config.source_types import checked_selector
 from cdc_ingest.config.types import ConfigModel, KafkaTopic, choice, is_safe_id, slug
 from cdc_ingest.errors import ConfigError
@@ -24,22 +24,14 @@ Mode = Annotated[RouteMode, choice(RouteMode)]
 
 
 class SchemaChangeBehavior(StrEnum):
-    """Flink CDC's ``pipeline.schema.change.behavior`` values; the last two are refused
-    (see :data:`NOT_BUILT`)."""
+    """Flink CDC's ``pipeline.schema.change.behavior`` values (docs/output-contract.md,
+    "Schema changes")."""
 
     LENIENT = "lenient"
     EXCEPTION = "exception"
     EVOLVE = "evolve"
     TRY_EVOLVE = "try_evolve"
     IGNORE = "ignore"
-
-
-NOT_BUILT = {
-    SchemaChangeBehavior.TRY_EVOLVE: "a schema change is never skipped on failure: a "
-    "re-key that cannot finish stops capture",
-    SchemaChangeBehavior.IGNORE: "a primary-key change cannot be ignored without leaving "
-    "the old keys live in a compacted topic",
-}
 
 
 def _given(data: dict[str, Any], name: str, alias: str) -> bool:
@@ -85,20 +77,13 @@ class PipelineOptions(ConfigModel):
     schema_change_behavior: Annotated[SchemaChangeBehavior, choice(SchemaChangeBehavior)] = (
         Field(SchemaChangeBehavior.LENIENT, alias="schema.change.behavior",
               description="`lenient`: DDL is followed, a primary-key change stops capture "
-              "with the fix; `evolve`: DDL is followed, a table whose primary key changed is "
-              "re-keyed in place (old keys tombstoned, the table written again under the new "
-              "key, in one sink transaction); `exception`: any DDL on a captured table stops "
-              "capture"))
-
-    @field_validator("schema_change_behavior")
-    @classmethod
-    def _built(cls, value: SchemaChangeBehavior) -> SchemaChangeBehavior:
-        why = NOT_BUILT.get(value)
-        if why is not None:
-            raise problem(f"'{value.value}' is not supported: {why}",
-                          "use 'lenient' (a key change stops capture with the fix), "
-                          "'evolve' (a key change re-keys the table) or 'exception'")
-        return value
+              "with the fix; `evolve` (and `try_evolve`, the same here): DDL is followed, a "
+              "table whose primary key changed is re-keyed in place (old keys tombstoned, the "
+              "table written again under the new key, in one sink transaction); `ignore`: "
+              "each table's rows keep the columns it had when first captured (a column added "
+              "later is left out, a dropped one is null), a primary-key change stops capture "
+              "as with `lenient`, and TRUNCATE/DROP still empty the table's topics; "
+              "`exception`: any DDL on a captured table stops capture"))
 
     @property
     def id(self) -> str:

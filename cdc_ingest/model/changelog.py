@@ -56,10 +56,11 @@ def key_bytes(pk: dict[str, Any]) -> bytes:
     return orjson.dumps(pk)
 
 
-def value_head(op: str, db: str, table: str) -> bytes:
+def value_head(op: str, db: str, table: str, layout: str | None = None) -> bytes:
     """Everything of a row record's value before the key object: ``{"v":1,...,"pk":``."""
-    return b'{"v":%d,"op":"%s","db":%b,"table":%b,"pk":' % (
-        CHANGELOG_VERSION, op.encode(), orjson.dumps(db), orjson.dumps(table))
+    named = b'"layout":"%b",' % layout.encode() if layout else b""
+    return b'{"v":%d,"op":"%s","db":%b,"table":%b,%b"pk":' % (
+        CHANGELOG_VERSION, op.encode(), orjson.dumps(db), orjson.dumps(table), named)
 
 
 def value_tail(ts_ms: int, pos_prefix: str) -> bytes:
@@ -69,16 +70,19 @@ def value_tail(ts_ms: int, pos_prefix: str) -> bytes:
 
 
 def row_value(op: str, db: str, table: str, pk: dict[str, Any], before: Any, after: Any,
-              ts_ms: int, pos: str) -> bytes:
+              ts_ms: int, pos: str, layout: str | None = None) -> bytes:
     """A row record's value, from its parts (the reference every encoder must equal)."""
-    return orjson.dumps({"v": CHANGELOG_VERSION, "op": op, "db": db, "table": table, "pk": pk,
-                         "before": before, "after": after, "ts_ms": ts_ms, "pos": pos})
+    head: dict[str, Any] = {"v": CHANGELOG_VERSION, "op": op, "db": db, "table": table}
+    if layout:
+        head["layout"] = layout
+    return orjson.dumps({**head, "pk": pk, "before": before, "after": after, "ts_ms": ts_ms,
+                         "pos": pos})
 
 
 def snapshot_value(db: str, table: str, pk: dict[str, Any], row: dict[str, Any],
-                   ts_ms: int) -> bytes:
+                   ts_ms: int, layout: str | None = None) -> bytes:
     """A snapshot row: ``+I`` with the row as of its chunk's high watermark."""
-    return row_value(Op.INSERT, db, table, pk, None, row, ts_ms, SNAPSHOT_POS)
+    return row_value(Op.INSERT, db, table, pk, None, row, ts_ms, SNAPSHOT_POS, layout)
 
 
 def ddl_value(db: str, table: str, sql: str, ts_ms: int, pos: str, action: str,
@@ -122,6 +126,7 @@ class FullRecord(msgspec.Struct):
     after: msgspec.Raw
     ts_ms: int
     pos: str = ""
+    layout: str | None = None  # the typed layout id (capture/flinktypes.py)
 
 
 class ColumnsRecord(msgspec.Struct):

@@ -11,6 +11,7 @@ import pymysql
 
 from cdc_ingest.errors import SourceError
 from cdc_ingest.model import Position
+from cdc_ingest.mysql.columns import COLUMNS_QUERY, Column
 from cdc_ingest.mysql.connection import (
     ConnectionSettings,
     connect,
@@ -78,6 +79,11 @@ class Catalog:
             hit = (self._booleans(db, table), keys, bool(configured))
             self._tables[(db, table)] = hit
         return hit
+
+    def columns(self, db: str, table: str) -> list[Column]:
+        """The table's columns as ``information_schema`` describes them now."""
+        return [Column.from_row(r, self.is_mariadb)
+                for r in self._all(COLUMNS_QUERY, (db, table))]
 
     def forget(self, db: str, table: str) -> None:
         self._tables.pop((db, table), None)

@@ -11,7 +11,8 @@ _BIT_WIDTH = re.compile(r"bit\((\d+)\)")
 
 COLUMNS_QUERY = (
     "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, DATETIME_PRECISION, NUMERIC_SCALE, "
-    "CHARACTER_SET_NAME, CHARACTER_OCTET_LENGTH FROM information_schema.COLUMNS "
+    "CHARACTER_SET_NAME, CHARACTER_OCTET_LENGTH, IS_NULLABLE, COLUMN_DEFAULT, COLUMN_COMMENT "
+    "FROM information_schema.COLUMNS "
     "WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s ORDER BY ORDINAL_POSITION"
 )
 
@@ -20,7 +21,9 @@ COLUMNS_QUERY = (
 class Column:
     """``data_type`` is lower case (``decimal``); ``column_type`` as the server spells it
     (``enum('A','b')``: labels keep their case); ``fsp`` is the fractional-second digits;
-    ``octet_length`` the byte width of BINARY(n)."""
+    ``octet_length`` the byte width of BINARY(n); ``default`` the default as the DDL spells
+    it without quotes (``flink``, ``0``, ``CURRENT_TIMESTAMP``; None for none or NULL), what
+    Debezium's DDL parser and so Flink CDC's schemas hold; ``comment`` None when empty."""
 
     name: str
     data_type: str
@@ -29,11 +32,22 @@ class Column:
     scale: int = 0
     charset: str | None = None
     octet_length: int | None = None
+    nullable: bool = True
+    default: str | None = None
+    comment: str | None = None
 
     @classmethod
-    def from_row(cls, row: tuple[Any, ...]) -> Column:
-        """One row of :data:`COLUMNS_QUERY`."""
-        name, data_type, column_type, fsp, scale, charset, octets = row
+    def from_row(cls, row: tuple[Any, ...], mariadb: bool = False) -> Column:
+        """One row of :data:`COLUMNS_QUERY` (MariaDB quotes a literal default and spells no
+        default ``NULL``; MySQL gives the bare value and SQL NULL)."""
+        name, data_type, column_type, fsp, scale, charset, octets = row[:7]
+        nullable, default, comment = (*row[7:10], "YES", None, None)[:3]
+        text = as_text(default) if default is not None else None
+        if mariadb and text is not None:
+            if text == "NULL":
+                text = None
+            elif len(text) >= 2 and text[0] == text[-1] == "'":
+                text = text[1:-1].replace("''", "'").replace("\\\\", "\\")
         return cls(
             name=as_text(name),
             data_type=as_text(data_type).lower(),
@@ -42,6 +56,9 @@ class Column:
             scale=int(scale or 0),
             charset=as_text(charset) if charset is not None else None,
             octet_length=int(octets) if octets is not None else None,
+            nullable=as_text(nullable).upper() != "NO",
+            default=text,
+            comment=as_text(comment) or None if comment is not None else None,
         )
 
     @property

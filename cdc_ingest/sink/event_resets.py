@@ -6,6 +6,7 @@ keeps every event, so this is what tells its readers the rows are gone.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import msgspec
@@ -19,7 +20,7 @@ from cdc_ingest.sink.events import EventSerde, Target, decode_columns, exclusive
 from cdc_ingest.sink.serde import SinkMessage
 
 
-class _Event(msgspec.Struct):
+class _Payload(msgspec.Struct):
     """What a delete needs of a change event read back: its last row image."""
 
     op: str | None = None  # debezium
@@ -29,7 +30,27 @@ class _Event(msgspec.Struct):
     pkNames: list[str] | None = None
 
 
-_decode_event = msgspec.json.Decoder(_Event).decode
+class _Event(_Payload):
+    """The same, or wrapped with its Kafka Connect schema (``include-schema.enabled``)."""
+
+    schema: msgspec.Raw = msgspec.Raw(b"null")
+    payload: _Payload | None = None
+
+
+_decode_wrapped = msgspec.json.Decoder(_Event).decode
+
+
+def _decode_event(value: bytes) -> _Payload:
+    event = _decode_wrapped(value)
+    return event.payload if event.payload is not None else event
+
+
+def _schema_of(value: bytes | None) -> bytes | None:
+    """The ``schema`` block of an event written with one."""
+    if not value:
+        return None
+    schema = bytes(_decode_wrapped(value).schema)
+    return None if schema == b"null" else schema
 
 
 def row_image(value: bytes | None) -> bytes | None:
@@ -61,21 +82,24 @@ def deletes(serde: EventSerde, topic: str, messages: Iterable[Message], ddl: Ddl
                 f"table id {target.table_id}, which a route gives other tables too, so "
                 "the rows of this table cannot be told from theirs. Fix: route "
                 f"{name} by a source-table that names it alone")
-        for key, image, names in _live(serde, target, messages):
+        stamps = serde.table_timestamps(ddl.db, ddl.table)
+        for key, image, names, schema in _live(serde, target, messages):
             if partition is not None and _owner(ddl, image, changelog_partitions,
-                                                     names) != partition:
+                                                     names, stamps) != partition:
                 continue
             pk_names = orjson.dumps(names or ddl.key or [])
-            value = serde.value(target, "-D", b"{}", image, b"null", pk_names)
+            # the delete carries the schema its row was written with
+            value = serde.value(target, "-D", b"{}", image, b"null", pk_names, schema)
             out.append((topic, key, value, target.headers, ts_ms, name))
     return out
 
 
 def _live(serde: EventSerde, target: Target, messages: Iterable[Message]
-          ) -> list[tuple[bytes, bytes, list[str]]]:
-    """(key, last row image, key column names) of each live row of ``target``."""
+          ) -> list[tuple[bytes, bytes, list[str], bytes | None]]:
+    """(key, last row image, key column names, schema block) of each live row of
+    ``target``."""
     head = target.key_head
-    live: dict[bytes, tuple[bytes, list[str]] | None] = {}
+    live: dict[bytes, tuple[bytes, list[str], bytes | None] | None] = {}
     for msg in messages:
         key = msg.key
         if key is None or not key.startswith(head):
@@ -88,12 +112,24 @@ def _live(serde: EventSerde, target: Target, messages: Iterable[Message]
             live[key] = None
         else:
             names = _decode_event(msg.value or b"{}").pkNames if serde.canal else None
-            live[key] = (image, names or [])
-    return [(k, v[0], v[1]) for k, v in live.items() if v is not None]
+            live[key] = (image, names or [], _schema_of(msg.value))
+    return [(k, *v) for k, v in live.items() if v is not None]
 
 
-def _owner(ddl: DdlRecord, image: bytes, partitions: int, names: list[str]) -> int:
-    """The changelog partition of the row: murmur2 of its changelog key."""
+_ISO = re.compile(rb'^"\d{4,}-\d\d-\d\dT\d\d:')
+
+
+def _as_captured(value: bytes, stamp: bool) -> bytes:
+    """A key value as the changelog key holds it (an ISO-8601 timestamp with its space)."""
+    if stamp and _ISO.match(value):
+        return value.replace(b"T", b" ", 1)
+    return value
+
+
+def _owner(ddl: DdlRecord, image: bytes, partitions: int, names: list[str],
+           stamps: frozenset[bytes]) -> int:
+    """The changelog partition of the row: murmur2 of its changelog key (``stamps``: its
+    timestamp columns, written in ISO-8601 but keyed as captured)."""
     key_names = ddl.key or names
     if not key_names:
         raise SinkError(
@@ -102,5 +138,6 @@ def _owner(ddl: DdlRecord, image: bytes, partitions: int, names: list[str]) -> i
             "sink wrote it). Fix: run capture and the sink from the same cdc-ingest "
             "release")
     columns = decode_columns(image)
-    pk = orjson.dumps({n: orjson.Fragment(bytes(columns[n])) for n in key_names})
+    pk = orjson.dumps({n: orjson.Fragment(_as_captured(bytes(columns[n]), n.encode() in stamps))
+                       for n in key_names})
     return java_partition(pk, partitions)

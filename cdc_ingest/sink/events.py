@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 import orjson
@@ -34,7 +35,18 @@ import orjson
 from cdc_ingest.model.changelog import DdlRecord, check_version, decode_ddl, decode_full_record
 from cdc_ingest.routing.routes import Router
 from cdc_ingest.routing.selectors import table_id_selector
+from cdc_ingest.sink.connect_schema import schema_block
+from cdc_ingest.sink.event_values import (
+    _NULL,
+    _csv_value,
+    _members,
+    csv_field,
+    decode_columns,
+    iso_timestamps,
+    without_nulls,
+)
 from cdc_ingest.sink.jackson import jackson_json
+from cdc_ingest.sink.layouts import table_timestamps, typed_layout
 from cdc_ingest.sink.serde import Headers, SinkMessage
 from cdc_ingest.transform.records import Transformer
 from cdc_ingest.transform.rules import RuleSpec
@@ -43,41 +55,6 @@ DEBEZIUM = "debezium-json"
 CANAL = "canal-json"
 _OPS = {"+I": (b"c", b"INSERT"), "+U": (b"u", b"UPDATE"), "-D": (b"d", b"DELETE")}
 _REGEX_CHARS = frozenset("\\*+?[](){}|^$,")
-
-
-decode_columns = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
-_NULL = b"null"
-
-
-def without_nulls(row: bytes) -> bytes:
-    """A row object without its null members, every other value byte for byte."""
-    return msgspec.json.encode({k: v for k, v in decode_columns(row).items()
-                                if bytes(v) != _NULL})
-
-
-def _members(*pairs: tuple[bytes, bytes], skip_nulls: bool) -> bytes:
-    """``"name":value`` members, those whose value is null left out with ``skip_nulls``."""
-    return b",".join(b'"%b":%b' % (name, value) for name, value in pairs
-                     if not (skip_nulls and value == _NULL))
-
-
-def csv_field(value: str) -> str:
-    """One CSV field as Flink's CSV format (Jackson, default settings) writes a string:
-    quoted when longer than 24 characters or holding a character below '-' (comma, quote,
-    space, '$', '+', ...), a quote doubled inside."""
-    if len(value) > 24 or any(ch < "-" for ch in value):
-        return '"' + value.replace('"', '""') + '"'
-    return value
-
-
-def _csv_value(raw: bytes) -> str:
-    if raw == b"null":
-        return ""
-    if raw[:1] == b'"':
-        return csv_field(orjson.loads(raw))
-    if raw[:1] in (b"[", b"{"):
-        return csv_field(raw.decode())
-    return raw.decode()  # a number, true or false: as written
 
 
 @dataclass(frozen=True)
@@ -92,8 +69,18 @@ class EventOptions:
     custom_headers: tuple[tuple[str, str], ...] = ()
     value_ignore_nulls: bool = False  # <format>.encode.ignore-null-fields
     key_ignore_nulls: bool = False  # json.encode.ignore-null-fields (json keys)
+    include_schema: bool = False  # debezium-json.include-schema.enabled
+    iso_values: bool = False  # <format>.timestamp-format.standard: ISO-8601
+    iso_keys: bool = False  # json.timestamp-format.standard: ISO-8601 (json keys)
+    schema_topic: str = ""  # where the typed layouts are (sink/layouts.py)
+    kafka: tuple[tuple[str, Any], ...] = field(default=(), repr=False, compare=False)
     _rules: list[tuple[list[list[re.Pattern[str]]], str]] = field(
         default_factory=list, repr=False, compare=False)
+
+    @property
+    def typed(self) -> bool:
+        """Whether the events need each row's column types."""
+        return self.include_schema or self.iso_values or self.iso_keys
 
     @property
     def partition(self) -> int:
@@ -150,11 +137,18 @@ class EventSerde:
         self._csv = options.key_format == "csv"
         self._targets: dict[tuple[str, str], tuple[Target, ...]] = {}
         self.ddl: DdlRecord | None = None
+        # typed layout id -> (schema block, timestamp columns)
+        self._layouts: dict[str, tuple[bytes | None, frozenset[bytes]]] = {}
 
     @property
     def ignores_nulls(self) -> bool:
         """Whether null fields are left out of the values (``encode.ignore-null-fields``)."""
         return self._options.value_ignore_nulls
+
+    @property
+    def iso_values(self) -> bool:
+        """Whether the values' timestamps are in ISO-8601 (``timestamp-format.standard``)."""
+        return self._options.iso_values
 
     def targets(self, db: str, table: str) -> tuple[Target, ...]:
         found = self._targets.get((db, table))
@@ -193,8 +187,35 @@ class EventSerde:
         return (tuple(dict.fromkeys(t.topic for t in targets)), targets[0].headers,
                 f"{db}.{table}")
 
-    def key(self, target: Target, pk: bytes) -> bytes:
-        """The message key of a row whose changelog key is ``pk`` (compact JSON object)."""
+    def layout(self, lid: str | None, table: str, pos: str
+               ) -> tuple[bytes | None, frozenset[bytes]]:
+        """(the ``schema`` block, the timestamp columns) of a typed layout."""
+        hit = self._layouts.get(lid or "")
+        if hit is None:
+            o = self._options
+            columns = typed_layout(dict(o.kafka), o.schema_topic, lid, table, pos)
+            hit = self._layouts[lid or ""] = self.layout_of(columns)
+        return hit
+
+    def table_timestamps(self, db: str, table: str) -> frozenset[bytes]:
+        """The timestamp columns of a table (any of its layouts), when values are written in
+        ISO-8601; else none."""
+        o = self._options
+        if not o.iso_values:
+            return frozenset()
+        return table_timestamps(dict(o.kafka), o.schema_topic, db, table)
+
+    def layout_of(self, columns: list[dict[str, Any]]) -> tuple[bytes | None,
+                                                                  frozenset[bytes]]:
+        stamps = frozenset(str(c["name"]).encode() for c in columns
+                           if str(c["type"]).startswith("TIMESTAMP"))
+        return (schema_block(columns) if self._options.include_schema else None), stamps
+
+    def key(self, target: Target, pk: bytes, stamps: frozenset[bytes] = frozenset()) -> bytes:
+        """The message key of a row whose changelog key is ``pk`` (compact JSON object);
+        ``stamps``: its timestamp columns (for ``json.timestamp-format.standard``)."""
+        if self._options.iso_keys and stamps:
+            pk = iso_timestamps(pk, stamps)
         if self._csv:
             values = decode_columns(pk).values()
             return b",".join([target.key_head, *(_csv_value(bytes(v)).encode() for v in values)])
@@ -204,8 +225,16 @@ class EventSerde:
         return jackson_json(target.key_head + (b"}" if pk == b"{}" else b"," + pk[1:]))
 
     def value(self, target: Target, op: str, pk: bytes, before: bytes, after: bytes,
-              names: bytes | None = None) -> bytes:
-        """The change event; ``names``: canal's ``pkNames`` (else the key's columns)."""
+              names: bytes | None = None, schema: bytes | None = None) -> bytes:
+        """The change event; ``names``: canal's ``pkNames`` (else the key's columns);
+        ``schema``: the Kafka Connect schema block (``include-schema.enabled``)."""
+        event = self._event(target, op, pk, before, after, names)
+        if schema is not None:
+            return b'{"schema":%b,"payload":%b}' % (schema, event)
+        return event
+
+    def _event(self, target: Target, op: str, pk: bytes, before: bytes, after: bytes,
+               names: bytes | None) -> bytes:
         debezium_op, canal_type = _OPS[op]
         skip = self._options.value_ignore_nulls
         if skip:
@@ -242,10 +271,16 @@ class EventSerde:
             raise msgspec.ValidationError("a row change needs `db` and `table`")
         pk, before, after = bytes(record.pk), bytes(record.before), bytes(record.after)
         name = f"{record.db}.{record.table}"
+        schema, stamps = None, frozenset[bytes]()
+        if self._options.typed:
+            schema, stamps = self.layout(record.layout, name, record.pos)
+            if self._options.iso_values and stamps:
+                before = before if before == _NULL else iso_timestamps(before, stamps)
+                after = after if after == _NULL else iso_timestamps(after, stamps)
         for target in self.targets(record.db, record.table):
-            out.append((target.topic, self.key(target, pk),
-                        self.value(target, record.op, pk, before, after), target.headers,
-                        record.ts_ms, name))
+            out.append((target.topic, self.key(target, pk, stamps),
+                        self.value(target, record.op, pk, before, after, schema=schema),
+                        target.headers, record.ts_ms, name))
         return record.ts_ms
 
     def messages(self, key: bytes | None, value: bytes) -> list[SinkMessage]:

@@ -70,7 +70,11 @@ def event_options(defn: PipelineDef) -> EventOptions | None:
         value_ignore_nulls=(sink.canal_json_encode_ignore_null_fields
                             if str(sink.value_format.value) == "canal-json"
                             else sink.debezium_json_encode_ignore_null_fields),
-        key_ignore_nulls=sink.json_encode_ignore_null_fields)
+        key_ignore_nulls=sink.json_encode_ignore_null_fields,
+        include_schema=sink.debezium_json_include_schema_enabled,
+        iso_values=sink.iso_values, iso_keys=sink.iso_keys,
+        schema_topic=defn.pipeline.schema_topic,
+        kafka=tuple(client_config(sink.properties).items()) if sink.typed else ())
 
 
 def sink_settings(defn: PipelineDef) -> SinkSettings:

@@ -17,7 +17,7 @@ from cdc_ingest.transform.rules import Rule
 from cdc_ingest.verify.diff import TopicCheck, TopicResult
 from cdc_ingest.verify.mysql import MySqlSide, RowConverter, TableShape
 from cdc_ingest.verify.report import summary_line, topic_lines
-from cdc_ingest.verify.topics import canonical_key, latest_values
+from cdc_ingest.verify.topics import canonical_key, latest_values, schema_topic_pins
 from cdc_ingest.verify.values import dumps, parse
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,8 @@ def event_serde(defn: PipelineDef) -> EventSerde | None:
     return EventSerde(defn.router(), options, False)
 
 
-def _expected_key(events: EventSerde | None, name: str, topic: str, key: bytes) -> bytes:
+def _expected_key(events: EventSerde | None, name: str, topic: str, key: bytes,
+                  stamps: frozenset[bytes] = frozenset()) -> bytes:
     """The message key of a MySQL row whose canonical key JSON is ``key``, in the canonical
     form verify reads topic keys in (so `key.json.encoding` spellings compare equal)."""
     if events is None:
@@ -58,8 +59,29 @@ def _expected_key(events: EventSerde | None, name: str, topic: str, key: bytes) 
     db, _, table = name.partition(".")
     for target in events.targets(db, table):
         if target.topic == topic:
-            return canonical_key(events.key(target, key))
+            return canonical_key(events.key(target, key, stamps))
     return key
+
+
+def pinned_columns(defn: PipelineDef, kafka: dict[str, Any]
+                   ) -> dict[tuple[str, str], list[str]]:
+    """``schema.change.behavior: ignore``: the columns each table's rows are written with
+    (the schema topic's ``pinned``); none otherwise."""
+    if defn.pipeline.schema_change_behavior.value != "ignore":
+        return {}
+    return schema_topic_pins(kafka, defn.pipeline.schema_topic)
+
+
+def _iso(row: dict[str, Any], stamps: frozenset[bytes]) -> dict[str, Any]:
+    """A row with its timestamps in ISO-8601, as the events write them."""
+    return {name: value.replace(" ", "T", 1) if isinstance(value, str) and name.encode()
+            in stamps else value for name, value in row.items()}
+
+
+def _timestamps(shape: TableShape) -> frozenset[bytes]:
+    """The columns Flink CDC types TIMESTAMP or TIMESTAMP_LTZ (for ISO-8601 events)."""
+    return frozenset(c.name.encode() for c in shape.columns
+                     if c.data_type in ("datetime", "timestamp"))
 
 
 def _check_topic(
@@ -68,6 +90,7 @@ def _check_topic(
 ) -> TopicResult:
     kafka = client_config(defn.sink.properties)
     events = event_serde(defn)
+    pinned = pinned_columns(defn, kafka)
     latest = latest_values(kafka, topic, events=events is not None)
     rules = {name: _rule(defn, name) for name in tables}
     soft = bool(tables) and all(r is not None and r.spec.soft_delete for r in rules.values())
@@ -88,11 +111,19 @@ def _check_topic(
                 continue
             check.columns_added(name, mysql.added_values(shape, boolean))
             rule = rules[name]
+            columns = pinned.get((shape.db, shape.table))
+            gone = frozenset(columns or ()) - {c.name for c in shape.columns}
+            stamps = _timestamps(shape) if events is not None else frozenset()
+            iso = events is not None and events.iso_values
             for values in mysql.rows(shape):
                 key, row = convert(values)
-                expected_key = _expected_key(events, name, topic, key)
+                expected_key = _expected_key(events, name, topic, key, stamps)
+                if iso:
+                    row = _iso(row, stamps)
+                if columns is not None:  # schema.change.behavior: ignore
+                    row = {c: row[c] for c in columns if c in row}
                 if rule is None:
-                    check.row(name, expected_key, shape.key, row)
+                    check.row(name, expected_key, shape.key, row, ignored=gone)
                     continue
                 try:
                     projected = transformed(rule, name, row)

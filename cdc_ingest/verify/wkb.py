@@ -1,14 +1,16 @@
 """MySQL GEOMETRY values (little-endian SRID, then OGC WKB) as GeoJSON-style text.
 
-``{"coordinates":[1.5,-2.25],"type":"Point","srid":0}``; a collection has ``geometries``
+``{"coordinates":[1.5,-2.25],"type":"Point","srid":0}`` (``[1,1]`` for integral coordinates,
+as Flink CDC writes them); a collection has ``geometries``
 instead of ``coordinates``. Written for verify from the WKB specification, apart from capture.
 """
 
 from __future__ import annotations
 
-import json
 import struct
 from typing import Any
+
+from cdc_ingest.model.javatext import geojson_text
 
 _TYPES = {1: "Point", 2: "LineString", 3: "Polygon", 4: "MultiPoint", 5: "MultiLineString",
           6: "MultiPolygon", 7: "GeometryCollection"}
@@ -78,4 +80,4 @@ def geometry_text(value: bytes) -> str:
     srid = int.from_bytes(value[:4], "little")
     body = _Reader(value, 4).geometry()
     body["srid"] = srid
-    return json.dumps(body, separators=(",", ":"))
+    return geojson_text(body)

@@ -80,3 +80,42 @@ def test_added_columns_are_absent_from_older_messages_and_verify_takes_their_def
         assert "differing 1" in report.stdout, report.stdout
     finally:
         assert stop(proc, timeout=60) == 0, log.read_text()[-3000:]
+
+
+def test_ignore_keeps_each_tables_first_columns_and_verify_agrees(
+    mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Path
+) -> None:
+    """``pipeline.schema.change.behavior: ignore``: rows keep the columns the table had when
+    first captured; a column added later is left out, a dropped one is null from then on."""
+    db = fresh_db
+    conn = pymysql.connect(**mariadb.admin, database=db, autocommit=True)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(10))")
+        cur.executemany("INSERT INTO t VALUES (%s, %s, 'b')", [(i, i) for i in range(1, 6)])
+    config = write_pipeline(
+        tmp_path / "p.yaml", mariadb, kafka, f"ignore-{db}", f"{db}.t",
+        source={"scan.startup.mode": "initial"},
+        pipeline={"schema.change.behavior": "ignore"},
+    )
+    topic = f"{db}.t"
+    log = tmp_path / "start.log"
+    proc = start_command("start", config, log)
+    try:
+        wait_for(lambda: len(_latest(kafka, topic)) == 5, timeout=180, what="the snapshot")
+        with conn.cursor() as cur:
+            cur.execute("ALTER TABLE t ADD COLUMN c INT DEFAULT 7")
+            cur.execute("UPDATE t SET a = 10 WHERE id = 1")
+            cur.execute("ALTER TABLE t DROP COLUMN b")
+            cur.execute("UPDATE t SET a = 20 WHERE id = 2")
+            cur.execute("INSERT INTO t (id, a, c) VALUES (6, 6, 8)")
+        wait_for(lambda: (rows := _latest(kafka, topic)).get(6) and rows[2]["a"] == 20,
+                 timeout=120, what="the rows written after the ALTERs")
+        latest = _latest(kafka, topic)
+        assert latest[1] == {"id": 1, "a": 10, "b": "b"}  # no c
+        assert latest[2] == {"id": 2, "a": 20, "b": None}  # b dropped: null
+        assert latest[6] == {"id": 6, "a": 6, "b": None}
+        assert latest[3] == {"id": 3, "a": 3, "b": "b"}  # unchanged since
+        report = cli("verify", "--config", str(config))
+        assert report.returncode == 0, report.stdout + report.stderr
+    finally:
+        assert stop(proc, timeout=60) == 0, log.read_text()[-3000:]

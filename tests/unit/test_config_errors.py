@@ -375,14 +375,13 @@ def test_errors_never_echo_values() -> None:
     assert "secret" not in str(caught.value)
 
 
-def test_schema_change_behaviors_not_built_are_refused_with_why() -> None:
-    for value, why in (("TRY_EVOLVE", "never skipped"), ("ignore", "old keys live")):
-        problem = only(minimal(pipeline={"schema.change.behavior": value}),
-                       "pipeline.schema.change.behavior")
-        assert why in problem.message and "lenient" in problem.fix and "evolve" in problem.fix
-    for value in ("EXCEPTION", "evolve"):
+def test_every_schema_change_behavior_is_taken() -> None:
+    for value in ("EXCEPTION", "evolve", "try_evolve", "ignore", "Lenient"):
         parse_pipeline(yaml.safe_dump(minimal(pipeline={"schema.change.behavior": value})),
                        {})
+    problem = only(minimal(pipeline={"schema.change.behavior": "skip"}),
+                   "pipeline.schema.change.behavior")
+    assert "try_evolve" in problem.fix
 
 
 def test_the_schema_topic_differs_from_the_other_internal_topics() -> None:
@@ -422,11 +421,32 @@ def test_kafka_sink_problems_come_all_at_once() -> None:
     found = problems_of(minimal(sink={
         "type": "kafka", "value.format": "avro", "partition.strategy": "round-robin",
         "sink.tableId-to-topic.mapping": "shop.a:t1;shop.b",
-        "debezium-json.include-schema.enabled": True, "sink.dead-letter.topic": "dlq",
-        "debezium-json.timestamp-format.standard": "ISO-8601"}))
+        "debezium-json.include-schema.enabled": "maybe", "sink.dead-letter.topic": "dlq",
+        "debezium-json.timestamp-format.standard": "RFC-3339"}))
     assert set(found) == {
         "sink.value.format", "sink.partition.strategy", "sink.sink.tableId-to-topic.mapping",
         "sink.debezium-json.include-schema.enabled", "sink.sink.dead-letter.topic",
         "sink.debezium-json.timestamp-format.standard"}
     assert "debezium-json, canal-json" in found["sink.value.format"].fix
     assert "'shop.b'" in found["sink.sink.tableId-to-topic.mapping"].message
+    assert "'ISO-8601'" in found["sink.debezium-json.timestamp-format.standard"].fix
+
+
+def test_typed_event_options_are_checked_against_the_format_and_transforms() -> None:
+    found = problems_of(minimal(sink={
+        "type": "kafka", "value.format": "canal-json",
+        "debezium-json.include-schema.enabled": True,
+        "debezium-json.timestamp-format.standard": "ISO-8601"}))
+    assert set(found) == {"sink.debezium-json.include-schema.enabled",
+                          "sink.debezium-json.timestamp-format.standard"}
+    assert "value.format debezium-json only" in found[
+        "sink.debezium-json.include-schema.enabled"].message
+    doc = minimal(sink={"type": "kafka", "debezium-json.include-schema.enabled": True})
+    doc["transform"] = [{"source-table": "shop.a", "projection": "id, UPPER(name) AS n"},
+                        {"source-table": "shop.b", "filter": "id > 1"}]
+    found = problems_of(doc)
+    assert list(found) == ["transform[0].projection"], found
+    assert "remove the projection" in found["transform[0].projection"].fix
+    doc["transform"] = doc["transform"][1:]
+    defn = parse_pipeline(yaml.safe_dump(doc), {})
+    assert defn.sink.typed  # type: ignore[union-attr]

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
+from cdc_ingest.capture.flinktypes import layout_id
 from cdc_ingest.capture.keyschema import (
     KeySchema,
     binlog_class,
@@ -107,22 +108,24 @@ LAYOUT = [("id", "int"), ("k2", "int"), ("v", "string")]
 def _guard(known: dict[Any, Any] | None = None,
            behavior: str = "lenient") -> tuple[SchemaGuard, _Producer, list[str]]:
     producer, calls = _Producer(), []
+    # the typed layout of these tests' rows is known already: only table records are sent
     guard = SchemaGuard(producer, "schema", known if known is not None else {}, behavior,
-                        lambda: calls.append("open"), lambda: calls.append("commit"))
+                        lambda: calls.append("open"), lambda: calls.append("commit"),
+                        [layout_id("shop", "t", [])])
     return guard, producer, calls
 
 
 def test_a_key_change_stops_after_committing_what_came_before() -> None:
     guard, producer, calls = _guard()
-    guard.layout("shop", "t", ID, LAYOUT, "bin.1:100", 1)
-    guard.layout("shop", "t", ID, LAYOUT, "bin.1:200", 2)  # same layout: nothing written
+    guard.layout("shop", "t", ID, LAYOUT, "bin.1:100", 1, [])
+    guard.layout("shop", "t", ID, LAYOUT, "bin.1:200", 2, [])  # same layout: nothing written
     assert [(s[1]["key"], s[2]) for s in producer.sent] == [
         ({"columns": ["id"], "classes": ["int"]}, b'{"db":"shop","table":"t"}')]
     guard.ddl("shop", "t", "ALTER TABLE t DROP PRIMARY KEY, ADD PRIMARY KEY (id, k2)",
               "alter", "bin.1:300", 3)
     assert producer.sent[-1][1]["ddl"].startswith("ALTER") and producer.sent[-1][1]["key"]
     with pytest.raises(KeySchemaChanged) as caught:
-        guard.layout("shop", "t", ID_K2, LAYOUT, "bin.1:400", 4)
+        guard.layout("shop", "t", ID_K2, LAYOUT, "bin.1:400", 4, [])
     assert calls[-1] == "commit" and len(producer.sent) == 2
     text = str(caught.value)
     for part in ("shop.t", "(id int)", "(id int, k2 int)", "ADD PRIMARY KEY (id, k2)",
@@ -135,18 +138,18 @@ def test_a_restarted_capture_knows_the_key_from_the_schema_topic() -> None:
     known = {("shop", "t"): {"key": ID.as_json(), "columns": [list(c) for c in LAYOUT],
                              "ddl": "ALTER TABLE t ADD PRIMARY KEY (id, k2)", "pos": "b:9"}}
     guard, producer, _ = _guard(known)
-    guard.layout("shop", "t", ID, LAYOUT, "b:10", 1)
+    guard.layout("shop", "t", ID, LAYOUT, "b:10", 1, [])
     assert producer.sent == []
     with pytest.raises(KeySchemaChanged, match="b:9"):
-        guard.layout("shop", "t", ID_K2, LAYOUT, "b:10", 1)
+        guard.layout("shop", "t", ID_K2, LAYOUT, "b:10", 1, [])
 
 
 def test_after_a_table_is_emptied_its_next_key_is_free() -> None:
     guard, producer, _ = _guard()
-    guard.layout("shop", "t", ID, LAYOUT, "b:1", 1)
+    guard.layout("shop", "t", ID, LAYOUT, "b:1", 1, [])
     guard.ddl("shop", "t", "DROP TABLE t", "drop", "b:2", 2)
     assert producer.sent[-1][1]["key"] is None
-    guard.layout("shop", "t", ID_K2, LAYOUT, "b:3", 3)  # CREATE TABLE t (... (id, k2))
+    guard.layout("shop", "t", ID_K2, LAYOUT, "b:3", 3, [])  # CREATE TABLE t (... (id, k2))
     assert producer.sent[-1][1]["key"] == ID_K2.as_json()
     assert producer.sent[-1][1]["ddl"] == "DROP TABLE t"
 
@@ -155,8 +158,8 @@ def test_a_new_column_is_recorded_and_a_first_start_clears_leftovers() -> None:
     guard, producer, calls = _guard({("old", "x"): {"key": ID.as_json()}})
     guard.forget_all()
     assert producer.sent == [("schema", None, b'{"db":"old","table":"x"}')]
-    guard.layout("shop", "t", ID, LAYOUT, "b:1", 1)
-    guard.layout("shop", "t", ID, [*LAYOUT, ("added", "int")], "b:2", 2)
+    guard.layout("shop", "t", ID, LAYOUT, "b:1", 1, [])
+    guard.layout("shop", "t", ID, [*LAYOUT, ("added", "int")], "b:2", 2, [])
     assert producer.sent[-1][1]["columns"][-1] == ["added", "int"]
     assert "commit" not in calls
 
@@ -171,13 +174,54 @@ def test_exception_behavior_stops_at_any_change_but_a_create() -> None:
 
 def test_with_evolve_a_key_change_asks_for_a_re_key_and_the_new_key_is_recorded() -> None:
     guard, producer, calls = _guard(behavior="evolve")
-    guard.layout("shop", "t", ID, LAYOUT, "b:1", 1)
+    guard.layout("shop", "t", ID, LAYOUT, "b:1", 1, [])
     with pytest.raises(RekeyNeeded) as caught:
-        guard.layout("shop", "t", ID_K2, LAYOUT, "b:5", 5)
+        guard.layout("shop", "t", ID_K2, LAYOUT, "b:5", 5, [])
     change = caught.value
     assert calls[-1] == "commit" and isinstance(change, KeySchemaChanged)
     assert (change.db, change.table, change.key, change.where) == ("shop", "t", ID_K2, "b:5")
     guard.rekeyed("shop", "t", ID_K2, LAYOUT, "b:5", 5)
     assert producer.sent[-1][1]["key"] == ID_K2.as_json()
     assert producer.sent[-1][1]["action"] == "rekey"
-    guard.layout("shop", "t", ID_K2, LAYOUT, "b:6", 6)  # the rows after it: no stop
+    guard.layout("shop", "t", ID_K2, LAYOUT, "b:6", 6, [])  # the rows after it: no stop
+
+
+def test_ignore_pins_the_first_columns_until_the_table_is_dropped() -> None:
+    guard, producer, _ = _guard(behavior="ignore")
+    typed = [{"name": "id", "type": "INT"}]
+    first = guard.layout("shop", "t", ID, LAYOUT, "b:1", 1, typed)
+    assert guard.pinned("shop", "t") == ["id", "k2", "v"]
+    wider = [*LAYOUT, ("added", "int")]
+    again = guard.layout("shop", "t", ID, wider, "b:2", 2,
+                         [*typed, {"name": "added", "type": "INT"}])
+    assert again == first  # rows keep naming the pinned typed layout
+    assert guard.pinned("shop", "t") == ["id", "k2", "v"]
+    layouts = [s[1] for s in producer.sent if s[1] and s[1].get("layout")]
+    assert [len(r["columns"]) for r in layouts] == [1, 2]  # each typed layout recorded
+    with pytest.raises(KeySchemaChanged):  # a key change stops, as with lenient
+        guard.layout("shop", "t", ID_K2, wider, "b:3", 3, typed)
+    guard.ddl("shop", "t", "TRUNCATE TABLE t", "truncate", "b:4", 4)
+    guard.layout("shop", "t", ID, wider, "b:5", 5, typed)
+    assert guard.pinned("shop", "t") == ["id", "k2", "v"]  # TRUNCATE keeps the columns
+    guard.ddl("shop", "t", "DROP TABLE t", "drop", "b:6", 6)
+    guard.layout("shop", "t", ID, wider, "b:7", 7, typed)
+    assert guard.pinned("shop", "t") == ["id", "k2", "v", "added"]  # created again
+    lenient, _, _ = _guard()
+    lenient.layout("shop", "t", ID, LAYOUT, "b:1", 1, typed)
+    assert lenient.pinned("shop", "t") is None
+
+
+def test_pinned_rows_are_projected_onto_the_pinned_columns() -> None:
+    from cdc_ingest.capture.encode import Encoders  # noqa: PLC0415
+    from cdc_ingest.capture.schema import TableSchema  # noqa: PLC0415
+
+    schema = TableSchema("shop", "t", (ColumnSpec("id", T.LONG), ColumnSpec("added", T.LONG),
+                                       ColumnSpec("v", T.VARCHAR, encoding="utf8")), ("id",))
+    sent: list[tuple[bytes, bytes]] = []
+    encoders = Encoders(lambda s, w: "abc", lambda db, t: ["id", "v", "gone"])
+    encoder = encoders.get(schema, "b:1")
+    encoder.produce_rows(lambda topic, v, k, ts: sent.append((k, v)), "cl", "U",
+                         [([1, 5, "x"], [1, 6, "y"])], 1, "g", 1000, None)
+    assert sent == [(b'{"id":1}', b'{"v":1,"op":"+U","db":"shop","table":"t","layout":"abc",'
+                     b'"pk":{"id":1},"before":{"id":1,"v":"x","gone":null},"after":{"id":1,'
+                     b'"v":"y","gone":null},"ts_ms":1000,"pos":"g#1"}')]

@@ -210,23 +210,28 @@ def test_geometry_point_and_linestring() -> None:
         '{"coordinates":[1.5,-2.25],"type":"Point","srid":0}'
     line = b"\x01" + struct.pack("<II", 2, 2) + struct.pack("<4d", 0, 0, 1, 1)
     assert geometry_text(with_srid(line, 4326)) == \
-        '{"coordinates":[[0.0,0.0],[1.0,1.0]],"type":"LineString","srid":4326}'
+        '{"coordinates":[[0,0],[1,1]],"type":"LineString","srid":4326}'
     assert geometry_text(with_srid(wkb_point(-180, 90, order=">"))) == \
-        '{"coordinates":[-180.0,90.0],"type":"Point","srid":0}'
+        '{"coordinates":[-180,90],"type":"Point","srid":0}'
+    # Flink CDC's spelling (Esri's %.17g, then Jackson): Double.toString outside [1e-3, 1e7)
+    assert geometry_text(with_srid(wkb_point(12345678.5, 1e-5))) == \
+        '{"coordinates":[1.23456785E7,1.0E-5],"type":"Point","srid":0}'
+    assert geometry_text(with_srid(wkb_point(1e17, 0.1))) == \
+        '{"coordinates":[1.0E17,0.1],"type":"Point","srid":0}'
 
 
 def test_geometry_polygon_multi_and_collection() -> None:
     ring = struct.pack("<I", 4) + struct.pack("<8d", 0, 0, 1, 0, 1, 1, 0, 0)
     polygon = b"\x01" + struct.pack("<II", 3, 1) + ring
     assert geometry_text(with_srid(polygon)) == (
-        '{"coordinates":[[[0.0,0.0],[1.0,0.0],[1.0,1.0],[0.0,0.0]]],"type":"Polygon","srid":0}')
+        '{"coordinates":[[[0,0],[1,0],[1,1],[0,0]]],"type":"Polygon","srid":0}')
     multi = b"\x01" + struct.pack("<II", 4, 2) + wkb_point(1, 2) + wkb_point(3, 4)
     assert geometry_text(with_srid(multi)) == \
-        '{"coordinates":[[1.0,2.0],[3.0,4.0]],"type":"MultiPoint","srid":0}'
+        '{"coordinates":[[1,2],[3,4]],"type":"MultiPoint","srid":0}'
     collection = b"\x01" + struct.pack("<II", 7, 2) + wkb_point(1, 2) + polygon
     assert geometry_text(with_srid(collection)) == (
-        '{"geometries":[{"coordinates":[1.0,2.0],"type":"Point"},{"coordinates":'
-        '[[[0.0,0.0],[1.0,0.0],[1.0,1.0],[0.0,0.0]]],"type":"Polygon"}],'
+        '{"geometries":[{"coordinates":[1,2],"type":"Point"},{"coordinates":'
+        '[[[0,0],[1,0],[1,1],[0,0]]],"type":"Polygon"}],'
         '"type":"GeometryCollection","srid":0}')
 
 

@@ -92,7 +92,8 @@ class SnapshotPhase:
         checkpoint = self._checkpoint
         ts_ms = int(time.time() * 1000)
         info, at = self._planner.info(db, table), checkpoint.position
-        self._guard.layout(db, table, info.key_schema, info.layout, f"{at.file}:{at.pos}", ts_ms)
+        layout = self._guard.layout(db, table, info.key_schema, info.layout,
+                                    f"{at.file}:{at.pos}", ts_ms, info.typed)
         checkpoint.open()
         send, topic = self._producer.send, self._o.changelog_topic
         partition = -1  # the key's partition
@@ -112,8 +113,10 @@ class SnapshotPhase:
             for each in range(self._partitions):  # in order with each partition's rows
                 send(topic, reset, None, ts_ms, partition=each)
             state.resets.remove([db, table])
+        pinned = self._guard.pinned(db, table)  # schema.change.behavior: ignore
         for key, pk, row in read.rows:
-            send(topic, snapshot_value(db, table, pk, row, ts_ms), key, ts_ms,
+            written = row if pinned is None else {name: row.get(name) for name in pinned}
+            send(topic, snapshot_value(db, table, pk, written, ts_ms, layout), key, ts_ms,
                  partition=partition)
         state.chunk_done(chunk, read.high)
         checkpoint.rows += len(read.rows)

@@ -101,7 +101,8 @@ class Snapshotter:
     def info(self, db: str, table: str) -> TableInfo:
         hit = self._tables.get((db, table))
         if hit is None:
-            columns = [Column.from_row(r) for r in self._sql(COLUMNS_QUERY, (db, table))]
+            columns = [Column.from_row(r, self._catalog.is_mariadb)
+                       for r in self._sql(COLUMNS_QUERY, (db, table))]
             collations = {
                 str(r[0]): str(r[1]) for r in self._sql(
                     "SELECT COLUMN_NAME, COLLATION_NAME FROM information_schema.COLUMNS WHERE "

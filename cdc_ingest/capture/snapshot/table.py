@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from cdc_ingest.capture.flinktypes import typed_from_catalog
 from cdc_ingest.capture.keyschema import of_catalog
 from cdc_ingest.capture.snapshot.keyorder import KeyColumn, KeyOrder, quote
 from cdc_ingest.capture.snapshot.state import Key
@@ -38,6 +39,7 @@ class TableInfo:
         self.key = key
         # what the schema topic records for rows read here (cdc_ingest.capture.schemas)
         self.key_schema, self.layout = of_catalog(columns, key, tinyint1_as_boolean)
+        self.typed = typed_from_catalog(columns, tinyint1_as_boolean)  # capture/flinktypes.py
         self.order = KeyOrder(
             tuple(KeyColumn(k, by_name[k].data_type, by_name[k].charset, collations.get(k))
                   for k in key),

@@ -11,7 +11,6 @@ selected as ``col + 0E0`` (exact as a double). Numbers that must keep their exac
 from __future__ import annotations
 
 import base64
-import json
 import struct
 from collections.abc import Callable
 from datetime import timedelta
@@ -19,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from cdc_ingest.capture.geometry import geometry_dict
+from cdc_ingest.capture.geometry import geometry_json
 from cdc_ingest.capture.values import vector
 from cdc_ingest.mysql import Column
 
@@ -88,7 +87,7 @@ def _decimal(scale: int) -> Converter:
 
 
 def _geometry(value: bytes) -> str:
-    return json.dumps(geometry_dict(_raw(value)), separators=(",", ":"))
+    return geometry_json(_raw(value))
 
 
 def snapshot_converter(column: Column, tinyint1_as_boolean: bool) -> Converter | None:

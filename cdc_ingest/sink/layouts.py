@@ -1,0 +1,66 @@
+"""The typed layout a changelog row names (``"layout"``), looked up in the schema topic.
+
+Capture writes each typed layout (capture/flinktypes.py) to the schema topic in the Kafka
+transaction that holds its first rows, so a committed row's layout is always there to read.
+A task reads the topic again only for a layout it has not seen; what it read stays for the
+life of the Python worker.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import orjson
+
+from cdc_ingest.errors import SinkError
+from cdc_ingest.kafka import read_topic
+
+_CACHE: dict[str, dict[str, Any]] = {}
+_LOCK = threading.Lock()
+
+
+def typed_layout(kafka: dict[str, Any], topic: str, layout: str | None, table: str,
+                 pos: str) -> list[dict[str, Any]]:
+    """The columns of ``layout`` (``[{"name","type","nullable","default","comment"}]``)."""
+    if layout is None:
+        raise SinkError(
+            f"a change of {table} at binlog {pos} names no column types (no \"layout\"): a "
+            "capture older than this sink wrote it, and debezium-json.include-schema.enabled "
+            "or timestamp-format.standard: ISO-8601 need them. Fix: run capture and the sink "
+            "from the same cdc-ingest release, or start a new pipeline (a new pipeline.name)")
+    found = _CACHE.get(layout)
+    if found is None:
+        with _LOCK:
+            found = _CACHE.get(layout)
+            if found is None:
+                _read(kafka, topic)
+                found = _CACHE.get(layout)
+    if found is None:
+        raise SinkError(
+            f"a change of {table} at binlog {pos} names column types (layout {layout}) that "
+            f"the schema topic {topic} does not hold: the topic was deleted or its records "
+            "removed by hand. Fix: start a new pipeline (a new pipeline.name), whose capture "
+            "writes the types again")
+    return list(found["columns"])
+
+
+def table_timestamps(kafka: dict[str, Any], topic: str, db: str, table: str
+                     ) -> frozenset[bytes]:
+    """The columns of ``db.table`` that are timestamps in any of its typed layouts."""
+    with _LOCK:
+        _read(kafka, topic)
+        return frozenset(str(c["name"]).encode() for found in _CACHE.values()
+                         if found.get("db") == db and found.get("table") == table
+                         for c in found["columns"] if str(c["type"]).startswith("TIMESTAMP"))
+
+
+def _read(kafka: dict[str, Any], topic: str) -> None:
+    # settled: the row's transaction is committed, but its marker may reach the schema
+    # topic's partition a moment after the changelog's
+    for msg in read_topic(kafka, topic, settled=True):
+        if msg.key is None or msg.value is None or b'"layout"' not in msg.key:
+            continue
+        key = orjson.loads(msg.key)
+        if key.get("layout") is not None:
+            _CACHE[str(key["layout"])] = orjson.loads(msg.value)
