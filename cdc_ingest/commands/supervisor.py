@@ -61,7 +61,12 @@ def _die_with_parent() -> None:
 def _spawn(name: str, config: Path, extra: list[str]) -> _Child:
     cmd = [sys.executable, "-m", "cdc_ingest.cli", name, "--config", str(config), *extra]
     log.info("starting %s: %s", name, " ".join(cmd[1:]))
-    return _Child(name, subprocess.Popen(cmd, preexec_fn=_die_with_parent))  # noqa: PLW1509
+    # Each child leads a process group of its own (the sink's Spark JVM and Python workers
+    # join it), so a signal to start's whole group (`kill %1`, `timeout`, Ctrl-C,
+    # supervisord's stopasgroup) reaches start alone, which stops capture and the sink in
+    # order; one that reached the JVM directly would kill it under the sink's running query.
+    return _Child(name, subprocess.Popen(cmd, preexec_fn=_die_with_parent,  # noqa: PLW1509
+                                         process_group=0))
 
 
 def _describe(code: int) -> str:

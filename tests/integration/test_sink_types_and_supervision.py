@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -243,5 +244,31 @@ def test_start_stops_both_when_one_dies_and_says_which(
         code = stop(proc, timeout=90)
     assert code == 0, log.read_text()[-3000:]
     assert not any(_running(p) for p in children)
+    wait_for(lambda: not any(_running(p) for p in family), timeout=30,
+             what=f"every process of start gone: {[_command(p) for p in family]}")
+
+    # 3. SIGTERM to start's whole process group, as `kill %1`, `timeout`, Ctrl-C and
+    # supervisord's stopasgroup deliver it: start alone takes it (capture, the sink and
+    # Spark's JVM run in their own groups) and stops them in order: exit 0, no traceback
+    log = tmp_path / "start3.log"
+    with log.open("ab") as handle:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cdc_ingest.cli", "start", "--config", str(config)],
+            stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait_in_log(proc, log, "sink query started", "the sink's query running")
+        with conn.cursor() as cur:
+            cur.execute("INSERT INTO t VALUES (3)")
+        wait_for(lambda: log.read_text().count("batch ") >= 1, timeout=60, what="a batch")
+        family = _descendants(proc.pid)
+        os.killpg(proc.pid, signal.SIGTERM)
+        code = proc.wait(90)
+    finally:
+        if proc.poll() is None:
+            _end(proc)
+    output = log.read_text()
+    assert code == 0, output[-3000:]
+    for noise in ("Traceback", "Py4J", "not cleanly"):
+        assert noise not in output, output[-3000:]
     wait_for(lambda: not any(_running(p) for p in family), timeout=30,
              what=f"every process of start gone: {[_command(p) for p in family]}")
