@@ -25,7 +25,9 @@ class Check:
     def line(self) -> str:
         mark = "ok  " if self.ok else "FAIL"
         text = f"[{mark}] {self.name}: {self.detail}"
-        return f"{text}\n       fix: {self.fix}" if self.fix and not self.ok else text
+        # an error that names its own fix (most do) is not given a second, generic one
+        generic = self.fix and not self.ok and "Fix:" not in self.detail
+        return f"{text}\n       fix: {self.fix}" if generic else text
 
 
 _SETTINGS = (

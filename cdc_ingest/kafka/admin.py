@@ -10,9 +10,22 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from cdc_ingest.kafka.errors import KafkaClientError
+from cdc_ingest.kafka.logs import with_logger
 from cdc_ingest.kafka.producer import TransactionalProducer
 
 log = logging.getLogger(__name__)
+FIRST_CONTACT_S = 10.0
+
+
+def unreachable(bootstrap: str, what: str, exc: KafkaException) -> KafkaClientError:
+    """The error for a request no broker answered: where, why in Kafka's words, the fix."""
+    err = exc.args[0] if exc.args else None
+    why = err.str() if isinstance(err, KafkaError) else str(exc)
+    return KafkaClientError(
+        f"cannot reach Kafka at {bootstrap or '(no bootstrap.servers)'} to {what}: {why}. "
+        "Fix: check that the brokers are up and reachable from this host, and "
+        "properties.bootstrap.servers and the security properties (properties.security."
+        "protocol, properties.sasl.*, properties.ssl.*) of the pipeline")
 
 
 @dataclass(frozen=True)
@@ -25,15 +38,21 @@ class TopicSpec:
 
 class TopicAdmin:
     def __init__(self, config: dict[str, Any], timeout_s: float = 30.0) -> None:
-        self._admin = AdminClient(config)
+        self._admin = AdminClient(with_logger(config))
         self._timeout = timeout_s
+        self._bootstrap = str(config.get("bootstrap.servers", ""))
+        self._reached = False
 
     def partitions(self, topic: str) -> int | None:
         """Partition count of ``topic``, or None if it does not exist."""
         try:
-            meta = self._admin.list_topics(topic=topic, timeout=self._timeout)
+            # a broker that answers does so in well under a second; the first call of a
+            # client gives up sooner, so a wrong address is reported within seconds
+            wait = self._timeout if self._reached else min(self._timeout, FIRST_CONTACT_S)
+            meta = self._admin.list_topics(topic=topic, timeout=wait)
         except KafkaException as exc:
-            raise KafkaClientError(f"cannot reach Kafka to describe topic {topic}: {exc}") from exc
+            raise unreachable(self._bootstrap, f"describe topic {topic}", exc) from exc
+        self._reached = True
         info = meta.topics.get(topic)
         if info is None or info.error is not None:
             return None

@@ -17,6 +17,7 @@ from confluent_kafka import (
 )
 
 from cdc_ingest.kafka.errors import KafkaClientError
+from cdc_ingest.kafka.logs import with_logger
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +108,7 @@ def follow_partition(config: dict[str, Any], topic: str, partition: int,
 def _consumer(config: dict[str, Any], isolation: str) -> Consumer:
     return Consumer(
         {
-            **config,
+            **with_logger(config),
             "group.id": f"cdc-ingest-reader-{uuid.uuid4().hex}",
             "enable.auto.commit": False,
             "isolation.level": isolation,

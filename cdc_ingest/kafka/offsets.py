@@ -7,6 +7,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from cdc_ingest.kafka.errors import KafkaClientError
+from cdc_ingest.kafka.logs import with_logger
 
 NO_OFFSET = -1001
 
@@ -19,7 +20,7 @@ class GroupOffsets:
         self._timeout = timeout_s
         self._consumer = Consumer(
             {
-                **config,
+                **with_logger(config),
                 "group.id": group_id,
                 "enable.auto.commit": False,
                 # read_committed makes the offset fetch wait for pending transactional

@@ -10,6 +10,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from cdc_ingest.kafka.errors import FencedError, KafkaClientError, TransactionTimedOut
 from cdc_ingest.kafka.limits import MessageTooLarge
+from cdc_ingest.kafka.logs import with_logger
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,7 @@ class TransactionalProducer(_Sender):
         self._tx_timeout_ms = int(config.get("transaction.timeout.ms", DEFAULT_TX_TIMEOUT_MS))
         self._producer = Producer(
             {
-                **config,
+                **with_logger(config),
                 "transactional.id": transactional_id,
                 "enable.idempotence": True,
                 "acks": "all",
@@ -231,7 +232,7 @@ class PlainProducer(_Sender):
             settings.update({"enable.idempotence": True, "acks": "all"})
         else:
             settings.setdefault("acks", "1")
-        self._producer = Producer(settings)
+        self._producer = Producer(with_logger(settings))
 
     def _report(self, err: KafkaError | None, msg: Any) -> None:
         if err is not None:

@@ -9,6 +9,7 @@ from confluent_kafka import KafkaException, Producer, TopicPartition
 
 from cdc_ingest.kafka.consumer import _consumer, watermarks
 from cdc_ingest.kafka.errors import KafkaClientError
+from cdc_ingest.kafka.logs import with_logger
 
 
 def send_one(config: dict[str, Any], topic: str, key: bytes, value: bytes,
@@ -19,7 +20,7 @@ def send_one(config: dict[str, Any], topic: str, key: bytes, value: bytes,
     def delivered(err: Any, msg: Any) -> None:
         result["error"], result["offset"] = err, (msg.offset() if err is None else None)
 
-    producer = Producer({**config, "enable.idempotence": True, "acks": "all"})
+    producer = Producer({**with_logger(config), "enable.idempotence": True, "acks": "all"})
     try:
         producer.produce(topic, value, key, on_delivery=delivered)
         producer.flush(timeout_s)

@@ -1,0 +1,61 @@
+"""librdkafka's own log lines, through our logging: one line per condition, not hundreds.
+
+Left alone, librdkafka prints each failed connection attempt to stderr (``%3|...|FAIL|...
+Connection refused``), about 50 a second while a broker is away, burying the one error that
+says what is wrong and how to fix it. Every client gets :data:`LOGGER` instead
+(:func:`with_logger`): a line is logged the first time its condition appears (as a warning:
+the operation that needed the broker fails with its own error and fix), repeats of it are
+counted and summed up at most once a minute, and configuration notes that do not matter
+here (``CONFWARN``: a producer property handed to a consumer) go to debug.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from typing import Any
+
+LOGGER = logging.getLogger("cdc_ingest.kafka.client")
+REPEAT_S = 60.0
+_NUMBERS = re.compile(r"\d+ms|\(after [^)]*\)|#\d+|\d{6,}")
+_QUIET = ("CONFWARN",)
+
+
+class _OncePerCondition(logging.Filter):
+    """Let a librdkafka line through once per :data:`REPEAT_S` per condition."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._seen: dict[str, tuple[float, int]] = {}  # condition -> (last logged, repeats)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if any(f"|{tag}|" in text or text.startswith(tag) for tag in _QUIET):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return LOGGER.isEnabledFor(logging.DEBUG)
+        if record.levelno > logging.WARNING:  # the caller reports what failed, with a fix
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        condition = _NUMBERS.sub("", text)
+        now = time.monotonic()
+        with self._lock:
+            last, repeats = self._seen.get(condition, (-REPEAT_S, 0))
+            if now - last < REPEAT_S:
+                self._seen[condition] = (last, repeats + 1)
+                return False
+            self._seen[condition] = (now, 0)
+        record.msg = f"Kafka client: {text}" + (
+            f" ({repeats} more like it in the last {REPEAT_S:.0f} s)" if repeats else
+            " (repeats of this line are held back for a minute)")
+        record.args = ()
+        return True
+
+
+LOGGER.addFilter(_OncePerCondition())
+
+
+def with_logger(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with librdkafka's log lines going to :data:`LOGGER`."""
+    return config if "logger" in config else {**config, "logger": LOGGER}
