@@ -109,12 +109,15 @@ def start(config_path: Path, master: str | None) -> None:
 @config_option
 @click.option("--max-diffs", default=10, show_default=True, type=click.IntRange(min=0),
               help="differences shown per kind (missing, extra, differing, conflicts) and topic")
-def verify(config_path: Path, max_diffs: int) -> None:
+@click.option("--wait", "wait_s", default=0.0, show_default=True, type=click.FloatRange(min=0),
+              metavar="SECONDS", help="check again until equal, for up to SECONDS (changes "
+              "still on their way, a sink still starting)")
+def verify(config_path: Path, max_diffs: int, wait_s: float) -> None:
     """Compare every sink topic with the MySQL tables routed to it; exit 8 if they differ."""
     from cdc_ingest.config import load_pipeline
     from cdc_ingest.verify.run import run_verify
 
-    run_verify(load_pipeline(config_path), click.echo, max_diffs)
+    run_verify(load_pipeline(config_path), click.echo, max_diffs, wait_s)
 
 
 @cli.command()
@@ -132,23 +135,35 @@ def snapshot(config_path: Path, tables: tuple[str, ...]) -> None:
 @cli.command()
 @config_option
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
-def status(config_path: Path, as_json: bool) -> None:
+@click.option("--wait-caught-up", "wait_s", default=None, type=click.FloatRange(min=0),
+              metavar="SECONDS", help="wait (up to SECONDS) until capture is at the binlog "
+              "head and the sink has written all it committed; exit 12 if not by then")
+def status(config_path: Path, as_json: bool, wait_s: float | None) -> None:
     """Show capture's position against the binlog head and the sink's lag per partition.
 
     Exits 7 when the committed position is gone from the binlog, 3 when MySQL is unreachable
-    or refuses the login, 5 when Kafka fails; 0 otherwise."""
+    or refuses the login, 5 when Kafka fails, 12 when --wait-caught-up ran out; 0 otherwise."""
     import json
+    import time
 
-    from cdc_ingest.commands.status import exit_code, pipeline_status, render_text
+    from cdc_ingest.commands.status import caught_up, exit_code, pipeline_status, render_text
     from cdc_ingest.config import load_pipeline
 
-    report = pipeline_status(load_pipeline(config_path))
+    defn = load_pipeline(config_path)
+    report = pipeline_status(defn)
+    deadline = time.monotonic() + (wait_s or 0.0)
+    while wait_s is not None and not caught_up(report) and time.monotonic() < deadline:
+        time.sleep(1.0)
+        report = pipeline_status(defn)
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2))
     else:
         for line in render_text(report):
             click.echo(line)
     code = exit_code(report)
+    if not code and wait_s is not None and not caught_up(report):
+        click.echo(f"not caught up after {wait_s:.0f} s (see the lag above)", err=True)
+        code = 12
     if code:
         sys.exit(code)
 

@@ -251,6 +251,14 @@ def render_text(status: PipelineStatus) -> list[str]:
     return lines
 
 
+def caught_up(status: PipelineStatus) -> bool:
+    """Capture has committed a position at the binlog head and the sink has written every
+    record capture committed (nothing wrong on either side)."""
+    capture, sink = status.capture, status.sink
+    return (capture.position is not None and capture.behind_bytes == 0 and not capture.error
+            and capture.snapshot is None and not sink.error and sink.lag == 0)
+
+
 def exit_code(status: PipelineStatus) -> int:
     """0 when nothing is wrong; else the exit code of what is (7 a purged position, 3 MySQL
     unreachable or the login rejected, 5 Kafka)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import timedelta
 from enum import StrEnum
@@ -32,6 +33,17 @@ class SchemaChangeBehavior(StrEnum):
     EVOLVE = "evolve"
     TRY_EVOLVE = "try_evolve"
     IGNORE = "ignore"
+
+
+def state_home() -> Path:
+    """Where a pipeline's state lives when ``state.dir`` is not set: the same place whatever
+    the working directory. ``$CDC_INGEST_STATE`` if set, else ``$XDG_STATE_HOME/cdc-ingest``,
+    else ``~/.local/state/cdc-ingest``."""
+    override = os.environ.get("CDC_INGEST_STATE")
+    if override:
+        return Path(override).expanduser().absolute()
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base).expanduser().absolute() / "cdc-ingest"
 
 
 def _given(data: dict[str, Any], name: str, alias: str) -> bool:
@@ -100,7 +112,7 @@ class PipelineOptions(ConfigModel):
         name = slug(str(raw))
         filled = dict(data)
         if not _given(data, "state_dir", "state.dir"):
-            filled["state.dir"] = Path(".cdc-ingest") / name
+            filled["state.dir"] = state_home() / name
         state_dir = filled.get("state_dir") or filled["state.dir"]
         if not _given(data, "checkpoint_dir", "checkpoint.dir"):
             filled["checkpoint.dir"] = str(Path(str(state_dir)) / "checkpoint")

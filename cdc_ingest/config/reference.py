@@ -95,7 +95,8 @@ _DEFAULTS: dict[type[BaseModel], dict[str, str]] = {
     RouteDef: {},
     TransformDef: {},
     PipelineOptions: {
-        "state.dir": "`./.cdc-ingest/<name>`, from `name`",
+        "state.dir": "`~/.local/state/cdc-ingest/<name>` (`$XDG_STATE_HOME/cdc-ingest/<name>`, "
+        "or `$CDC_INGEST_STATE/<name>`), from `name`; not the working directory",
         "checkpoint.dir": "`<state.dir>/checkpoint`",
         "changelog.topic": "`cdc-ingest.<name>.changelog`, from `name`",
         "offsets.topic": "`cdc-ingest.<name>.offsets`, from `name`",

@@ -158,8 +158,17 @@ def query_rows(conn: pymysql.Connection, sql: str,
             closed = isinstance(exc, pymysql.err.InterfaceError)
             if attempt == 2 or not (closed or went_away(exc)):
                 raise
-            conn.ping(reconnect=True)
+            revive(conn)
     raise AssertionError("unreachable")
+
+
+def revive(conn: pymysql.Connection) -> None:
+    """Make sure ``conn`` is open, reopening it (same settings, TLS included) when the server
+    or the network closed it: PyMySQL's ``ping(reconnect=True)``, which it deprecates."""
+    try:
+        conn.ping()
+    except pymysql.err.Error:
+        conn.connect()
 
 
 def try_query(conn: pymysql.Connection, sql: str,

@@ -13,6 +13,7 @@ from typing import Any
 
 import pymysql
 
+from cdc_ingest.mysql.connection import revive
 from cdc_ingest.mysql.gtid import lacking
 
 Query = Callable[..., list[tuple[Any, ...]]]
@@ -57,7 +58,7 @@ class Flavor:
         read view (``Binlog_snapshot_file/position``: the view holds exactly the transactions
         before it); MySQL does not tell (None). The connection is checked once, before: a
         reconnect inside would silently read outside the view."""
-        conn.ping(reconnect=True)
+        revive(conn)
 
         def query(sql: str, args: Any = None) -> list[tuple[Any, ...]]:
             with conn.cursor() as cur:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -189,9 +190,20 @@ def verify_pipeline(
         mysql.close()
 
 
-def run_verify(defn: PipelineDef, echo: Callable[[str], None], max_diffs: int = 10) -> None:
-    """``cdc-ingest verify``: raises :class:`VerifyMismatch` unless every topic is equal."""
-    results = verify_pipeline(defn, echo, max_diffs)
+def run_verify(defn: PipelineDef, echo: Callable[[str], None], max_diffs: int = 10,
+               wait_s: float = 0.0) -> None:
+    """``cdc-ingest verify``: raises :class:`VerifyMismatch` unless every topic is equal.
+    ``wait_s``: check again (every 2 s, quietly) until equal or that many seconds passed,
+    for changes still on their way; only the last check is shown."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        shown: list[str] = []
+        results = verify_pipeline(defn, shown.append, max_diffs)
+        if all(r.ok for r in results) or time.monotonic() >= deadline:
+            break
+        time.sleep(2.0)
+    for line in shown:
+        echo(line)
     bad = [r.topic for r in results if not r.ok]
     if bad:
         raise VerifyMismatch(

@@ -147,3 +147,41 @@ def test_verify_and_status(
     finally:
         assert stop(proc) == 0, (tmp_path / "capture.log").read_text()
         conn.close()
+
+
+def test_status_and_verify_wait_instead_of_sleeps(mariadb: Any, kafka: Any, fresh_db: str,
+                                                  tmp_path: Path) -> None:
+    """The README's hand-run without sleeps: `status --wait-caught-up` returns once capture
+    reads the binlog head and the sink has written it all, so changes made next are streamed
+    in order; `verify --wait` returns once the topic equals MySQL."""
+    from tests.integration.pipeline_helpers import sink_topic, start_command  # noqa: PLC0415
+
+    db = fresh_db
+    with admin_conn(mariadb, db) as conn, conn.cursor() as cur:
+        cur.execute(ORDERS.format("orders"))
+    config = write_pipeline(tmp_path / "p.yaml", mariadb, kafka, f"wait-{db}", f"{db}.orders",
+                            source={"scan.startup.mode": "initial"})
+    early = cli("status", "--config", str(config), "--wait-caught-up", "2")
+    assert early.returncode == 12, early.stdout + early.stderr  # nothing runs yet
+    assert "not caught up after 2 s" in early.stderr
+    log = tmp_path / "start.log"
+    proc = start_command("start", config, log)
+    try:
+        waited = cli("status", "--config", str(config), "--wait-caught-up", "180",
+                     timeout=200)
+        assert waited.returncode == 0, waited.stdout + waited.stderr + log.read_text()[-2000:]
+        with admin_conn(mariadb, db) as conn, conn.cursor() as cur:
+            cur.execute("INSERT INTO orders VALUES (1, 'new', 1.00)")
+            cur.execute("UPDATE orders SET status = 'paid'")
+            cur.execute("DELETE FROM orders")
+            cur.execute("INSERT INTO orders VALUES (2, 'new', 2.00)")
+        verified = cli("verify", "--config", str(config), "--wait", "120", timeout=150)
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+        assert verified.stdout.count("equal") >= 1
+        by_key: dict[bytes, list[Any]] = defaultdict(list)
+        for m in sink_topic(kafka, f"{db}.orders"):
+            by_key[m.key].append(None if m.value is None else json.loads(m.value)["status"])
+        assert by_key[b'{"id":1}'] == ["new", "paid", None]  # streamed, in order
+        assert by_key[b'{"id":2}'] == ["new"]
+    finally:
+        assert stop(proc, 60) == 0, log.read_text()[-3000:]

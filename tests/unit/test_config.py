@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 import re
 from datetime import timedelta
@@ -25,6 +26,7 @@ from cdc_ingest.config import (
     load_pipeline,
     parse_pipeline,
 )
+from cdc_ingest.config.pipeline import state_home
 
 ROUTES_DIR = Path(__file__).resolve().parents[2] / "routes"
 ENV = {"MYSQL_HOST": "db.internal", "MYSQL_PASSWORD": "pw-from-env-123"}
@@ -115,8 +117,11 @@ def test_defaults() -> None:
     assert defn.routes == ()
     assert pipe.name == "cdc-ingest" and pipe.parallelism == 1
     assert pipe.route_mode is RouteMode.ALL_MATCH
-    assert pipe.state_dir == Path(".cdc-ingest/cdc-ingest")
-    assert pipe.checkpoint_dir == str(Path(".cdc-ingest/cdc-ingest/checkpoint"))
+    home = Path.home() / ".local" / "state" / "cdc-ingest"
+    if os.environ.get("CDC_INGEST_STATE") or os.environ.get("XDG_STATE_HOME"):
+        home = state_home()
+    assert pipe.state_dir == home / "cdc-ingest"  # the same from any working directory
+    assert pipe.checkpoint_dir == str(home / "cdc-ingest" / "checkpoint")
     assert pipe.metrics_port is None and pipe.max_offsets_per_trigger is None
     assert pipe.trigger_interval == timedelta(seconds=1)
     assert pipe.changelog_topic == "cdc-ingest.cdc-ingest.changelog"
