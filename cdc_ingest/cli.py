@@ -122,6 +122,19 @@ def verify(config_path: Path, max_diffs: int, wait_s: float) -> None:
 
 @cli.command()
 @config_option
+@click.argument("topics", nargs=-1)
+@click.option("--from-beginning", is_flag=True, help="every message, not only new ones")
+def watch(config_path: Path, topics: tuple[str, ...], from_beginning: bool) -> None:
+    """Print the sink topics' messages as they are committed (key, value, headers) until
+    Ctrl-C; TOPICS default to every sink topic of the pipeline."""
+    from cdc_ingest.commands.watch import watch_topics
+    from cdc_ingest.config import load_pipeline
+
+    watch_topics(load_pipeline(config_path), list(topics), from_beginning, click.echo)
+
+
+@cli.command()
+@config_option
 @click.argument("tables", nargs=-1, required=True)
 def snapshot(config_path: Path, tables: tuple[str, ...]) -> None:
     """Snapshot TABLES (db.table ...) again: their keys are tombstoned in the sink topics, then

@@ -1,10 +1,12 @@
 """``cdc-ingest demo``: the quick start on local services, end to end, until Ctrl-C.
 
 Starts the project's local MariaDB and Kafka (unless already running), creates a sample
-``shop`` schema with existing rows, runs ``cdc-ingest start`` with ``routes/shop-demo.yaml``
-(snapshot, then the binlog), makes a few live changes, shows what landed in Kafka (keys,
-values, headers, a tombstone) and the result of ``cdc-ingest verify``, then keeps the
-pipeline running until Ctrl-C, which stops everything the demo started.
+``shop`` schema and puts its rows back as at the first run (so every run's live changes
+change something), runs ``cdc-ingest start`` with ``routes/shop-demo.yaml`` (snapshot, then
+the binlog), waits with ``status --wait-caught-up``, makes a few live changes, runs
+``verify --wait`` and shows what this run's changes wrote to Kafka (keys, values, headers, a
+tombstone), then keeps the pipeline running until Ctrl-C, which stops everything the demo
+started, printing the commands to look at it meanwhile.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,10 @@ from cdc_ingest.kafka import read_topic
 from cdc_ingest.services import KafkaBroker, MariaDB, cache_dir
 
 ROUTE = Path(__file__).resolve().parents[2] / "routes" / "shop-demo.yaml"
+TOPICS = ("shop.orders.v1", "shop.customers")
+# what routes/shop-demo.yaml reads from the environment
+DEMO_ENV = ("MYSQL_PORT", "MYSQL_USER", "MYSQL_PASSWORD", "KAFKA_BOOTSTRAP",
+            "CDC_INGEST_DEMO_STATE")
 
 SCHEMA = (
     "CREATE DATABASE IF NOT EXISTS shop",
@@ -34,15 +39,17 @@ SCHEMA = (
     "CREATE TABLE IF NOT EXISTS shop.orders (id BIGINT PRIMARY KEY, customer_id INT, "
     "status VARCHAR(20), amount DECIMAL(12,2), created_at DATETIME(3))",
 )
+# The seed state, restored at every run (captured as changes when the pipeline resumes), so
+# the live changes below change something each time.
 ROWS = (
-    "INSERT IGNORE INTO shop.customers VALUES (1, 'Ada', 'GB'), (2, 'Bo', 'SE'), "
-    "(3, 'Chidi', 'NG')",
-    "INSERT IGNORE INTO shop.orders VALUES (1001, 1, 'new', 19.90, NOW(3)), "
+    "DELETE FROM shop.orders",
+    "DELETE FROM shop.customers",
+    "INSERT INTO shop.customers VALUES (1, 'Ada', 'GB'), (2, 'Bo', 'SE'), (3, 'Chidi', 'NG')",
+    "INSERT INTO shop.orders VALUES (1001, 1, 'new', 19.90, NOW(3)), "
     "(1002, 2, 'paid', 5.00, NOW(3)), (1003, 3, 'new', 120.50, NOW(3))",
 )
 LIVE = (
-    "INSERT INTO shop.orders VALUES (2001, 1, 'new', 42.00, NOW(3)) "
-    "ON DUPLICATE KEY UPDATE status = 'new'",
+    "INSERT INTO shop.orders VALUES (2001, 1, 'new', 42.00, NOW(3))",
     "UPDATE shop.orders SET status = 'shipped' WHERE id = 1001",
     "DELETE FROM shop.orders WHERE id = 1003",
     "UPDATE shop.customers SET name = 'Bo Ek' WHERE id = 2",
@@ -51,14 +58,6 @@ LIVE = (
 
 def _say(text: str) -> None:
     click.echo(f"\n== {text}")
-
-
-def _wait(predicate: Callable[[], bool], what: str, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise CdcIngestError(f"demo: timed out waiting for {what}")
-        time.sleep(1)
 
 
 def _sql(server: MariaDB, statements: tuple[str, ...]) -> None:
@@ -71,16 +70,28 @@ def _sql(server: MariaDB, statements: tuple[str, ...]) -> None:
         conn.close()
 
 
-def _show(kafka: KafkaBroker, topic: str) -> None:
+def _ends(kafka: KafkaBroker, topic: str) -> dict[int, int]:
+    """The next offset of each partition of ``topic`` (what is there now)."""
+    ends: dict[int, int] = {}
     for m in read_topic({"bootstrap.servers": kafka.bootstrap}, topic):
+        ends[m.partition] = max(ends.get(m.partition, 0), m.offset + 1)
+    return ends
+
+
+def _show(kafka: KafkaBroker, topic: str, after: dict[int, int]) -> None:
+    """The messages of ``topic`` past ``after`` (this run's)."""
+    for m in read_topic({"bootstrap.servers": kafka.bootstrap}, topic):
+        if m.offset < after.get(m.partition, 0):
+            continue
         value = "null  <- tombstone (a delete)" if m.value is None else m.value.decode()
         headers = {k: v.decode() for k, v in m.headers}
         click.echo(f"  {topic} p{m.partition} key={m.key.decode() if m.key else None} "
                    f"value={value} headers={headers}")
 
 
-def _committed(kafka: KafkaBroker, topic: str, count: int) -> bool:
-    return sum(1 for _ in read_topic({"bootstrap.servers": kafka.bootstrap}, topic)) >= count
+def _cli(env: dict[str, str], *args: str) -> int:
+    return subprocess.run([sys.executable, "-m", "cdc_ingest.cli", *args, "--config",
+                           str(ROUTE)], env=env, check=False).returncode
 
 
 def run_demo(wait: bool = True) -> None:
@@ -95,7 +106,7 @@ def run_demo(wait: bool = True) -> None:
            "CDC_INGEST_DEMO_STATE": str(home / "state")}
     proc: subprocess.Popen[bytes] | None = None
     try:
-        _say("sample schema `shop` with existing rows")
+        _say("sample schema `shop`, its rows as at the first run")
         _sql(mysql, SCHEMA + ROWS)
         _say("cdc-ingest start --config routes/shop-demo.yaml")
         proc = subprocess.Popen(
@@ -103,20 +114,34 @@ def run_demo(wait: bool = True) -> None:
             env=env, stdout=(home / "pipeline.log").open("ab"), stderr=subprocess.STDOUT,
         )
         click.echo(f"  (its log: {home / 'pipeline.log'})")
-        _wait(lambda: _committed(kafka, "shop.orders.v1", 3), "the snapshot in Kafka")
+        _say("cdc-ingest status --wait-caught-up: until the rows are in Kafka (Spark starts "
+             "in ~15-30 s)")
+        if _cli(env, "status", "--wait-caught-up", "300") != 0:
+            raise CdcIngestError(f"demo: the pipeline did not catch up; see {home}/pipeline.log")
+        before = {t: _ends(kafka, t) for t in TOPICS}
         _say("live changes: insert order 2001, ship 1001, delete 1003, rename customer 2")
         _sql(mysql, LIVE)
-        _wait(lambda: _committed(kafka, "shop.orders.v1", 6), "the live changes in Kafka")
-        _say("what landed (read_committed): keys, values, headers")
-        _show(kafka, "shop.orders.v1")
-        _show(kafka, "shop.customers")
-        _say("cdc-ingest verify: the topics against MySQL")
-        subprocess.run([sys.executable, "-m", "cdc_ingest.cli", "verify", "--config",
-                        str(ROUTE)], env=env, check=False)
+        _say("cdc-ingest verify --wait: the topics against MySQL, once the changes are in")
+        code = _cli(env, "verify", "--wait", "180")
+        _say("what this run's changes wrote (read_committed): keys, values, headers")
+        for topic in TOPICS:
+            _show(kafka, topic, before[topic])
+        if code != 0:
+            raise CdcIngestError(f"demo: verify found differences; see {home}/pipeline.log")
         if wait:
-            _say("the pipeline keeps running: change rows in `shop` "
-                 f"(mariadb -h127.0.0.1 -P{mysql.port} -uroot -proot shop) and watch the "
-                 "topics; Ctrl-C stops everything the demo started")
+            _say("the pipeline keeps running; Ctrl-C stops everything the demo started. In "
+                 "another shell:")
+            exports = " ".join(f"{k}={env[k]}" for k in DEMO_ENV)
+            click.echo(f"  export {exports}\n"
+                       f"  mariadb -h127.0.0.1 -P{mysql.port} -uroot -proot shop  "
+                       "# change rows\n"
+                       "  cdc-ingest watch --config routes/shop-demo.yaml     "
+                       "# follow the topics\n"
+                       "  cdc-ingest status --config routes/shop-demo.yaml    "
+                       "# positions and lag\n"
+                       "  cdc-ingest verify --config routes/shop-demo.yaml    "
+                       "# topics against MySQL\n"
+                       f"  python -m cdc_ingest.services status all --home {home}")
             while True:
                 time.sleep(1)
     except KeyboardInterrupt:

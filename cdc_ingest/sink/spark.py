@@ -12,6 +12,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pyspark
 from pyspark import SparkContext
@@ -137,9 +138,31 @@ def spark_session(
     session = builder.master(master).getOrCreate()
     _restore_sigint(caller_sigint)
     session.sparkContext.setLogLevel(settings["spark.log.level"])
+    _quiet(session)
     # py4j logs every foreachBatch callback at INFO
     logging.getLogger("py4j").setLevel(logging.WARNING)
     return session
+
+
+# Spark warnings that read as failures but are not: a batch that took longer than
+# trigger.interval (the next one simply starts at once), a job group already finished when
+# the query stops, the Python worker factory noting an idle worker it reaped.
+_QUIET_LOGGERS = (
+    "org.apache.spark.sql.execution.streaming.ProcessingTimeExecutor",
+    "org.apache.spark.sql.execution.streaming.runtime.ProcessingTimeExecutor",
+    "org.apache.spark.scheduler.DAGScheduler",
+)
+
+
+def _quiet(session: SparkSession) -> None:
+    """Raise those loggers to ERROR (log4j2, through the driver's JVM); never fatal."""
+    try:
+        jvm: Any = session.sparkContext._jvm  # log4j2 has no Python API
+        level = jvm.org.apache.logging.log4j.Level.ERROR
+        for name in _QUIET_LOGGERS:
+            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, level)
+    except Exception as exc:  # noqa: BLE001 - a log level is not worth failing the sink
+        log.debug("could not quiet Spark's loggers: %s", exc)
 
 
 def _restore_sigint(handler: object) -> None:

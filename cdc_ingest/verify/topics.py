@@ -64,5 +64,5 @@ def latest_values(kafka: dict[str, Any], topic: str,
             latest.pop(key, None)
         else:
             latest[key] = value
-    log.info("read %d messages of %s: %d live keys", messages, topic, len(latest))
+    log.debug("read %d messages of %s: %d live keys", messages, topic, len(latest))
     return latest

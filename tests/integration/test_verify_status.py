@@ -5,6 +5,7 @@ flavours: verify reads every all-types column (on MySQL also VECTOR and JSON) fr
 from __future__ import annotations
 
 import json
+import signal
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -183,5 +184,20 @@ def test_status_and_verify_wait_instead_of_sleeps(mariadb: Any, kafka: Any, fres
             by_key[m.key].append(None if m.value is None else json.loads(m.value)["status"])
         assert by_key[b'{"id":1}'] == ["new", "paid", None]  # streamed, in order
         assert by_key[b'{"id":2}'] == ["new"]
+        # watch: every sink topic of the pipeline, as committed, until Ctrl-C
+        watch_log = tmp_path / "watch.log"
+        watcher = start_command("watch", config, watch_log)
+        try:
+            wait_for(lambda: "following" in watch_log.read_text(), 60, "watch to start")
+            with admin_conn(mariadb, db) as conn, conn.cursor() as cur:
+                cur.execute("UPDATE orders SET status = 'late' WHERE id = 2")
+            wait_for(lambda: '"late"' in watch_log.read_text(), 60, "the update in watch")
+        finally:
+            watcher.send_signal(signal.SIGINT)
+            assert watcher.wait(30) in (0, 130), watch_log.read_text()
+        seen = watch_log.read_text()
+        assert f"following {db}.orders (new messages" in seen, seen
+        assert f'{db}.orders p' in seen and 'key={"id":2} value={"id":2,"status":"late"' in seen
+        assert "Traceback" not in seen
     finally:
         assert stop(proc, 60) == 0, log.read_text()[-3000:]
