@@ -10,19 +10,11 @@ from typing import Any, TypeVar
 
 import click
 
-from cdc_ingest import __version__
+from cdc_ingest import __version__, logs
 from cdc_ingest.errors import CdcIngestError
 
 log = logging.getLogger("cdc_ingest")
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _setup_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
 
 
 def config_option(func: F) -> F:
@@ -35,13 +27,16 @@ def config_option(func: F) -> F:
 
 @click.group()
 @click.version_option(__version__, prog_name="cdc-ingest")
-@click.option("--log-level", default="INFO", show_default=True,
+@click.option("--log-level", default="INFO", show_default=True, envvar=logs.LEVEL_ENV,
               type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
+@click.option("--log-format", default="text", show_default=True, envvar=logs.FORMAT_ENV,
+              type=click.Choice(["text", "json"]),
+              help="json: one JSON object per line (ts, level, logger, message), errors too")
 @click.option("--debug", is_flag=True, help="show tracebacks of errors")
 @click.pass_context
-def cli(ctx: click.Context, log_level: str, debug: bool) -> None:
+def cli(ctx: click.Context, log_level: str, log_format: str, debug: bool) -> None:
     """Stream MySQL/MariaDB row changes into Kafka as keyed upserts, exactly once."""
-    _setup_logging("DEBUG" if debug else log_level)
+    logs.setup("DEBUG" if debug else log_level, log_format)
     ctx.obj = {"debug": debug}
 
 
@@ -203,7 +198,10 @@ def main(argv: list[str] | None = None) -> None:
     except CdcIngestError as exc:
         if debug:
             log.exception("failed")
-        click.echo(f"error: {exc}", err=True)
+        if logs.json_logs():
+            log.error("%s", exc, extra={"exit_code": exc.exit_code})
+        else:
+            click.echo(f"error: {exc}", err=True)
         raise SystemExit(exc.exit_code) from None
     except KeyboardInterrupt:
         raise SystemExit(130) from None

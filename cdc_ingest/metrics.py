@@ -33,7 +33,13 @@ def serve(port: int | None) -> None:
     """Expose /metrics on ``port`` (loopback unless CDC_INGEST_METRICS_ADDR says otherwise)."""
     if port:
         addr = os.environ.get("CDC_INGEST_METRICS_ADDR", "127.0.0.1")
-        start_http_server(port, addr=addr)
+        try:
+            start_http_server(port, addr=addr)
+        except OSError as exc:  # metrics are never worth stopping the pipeline for
+            log.warning("metrics not served: %s:%d: %s (another pipeline on this host?). Fix: "
+                        "set pipeline.metrics.port to a free port (capture takes the next "
+                        "one too), or 0 to serve no metrics", addr, port, exc.strerror or exc)
+            return
         log.info("metrics on http://%s:%d/metrics", addr, port)
 
 

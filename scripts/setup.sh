@@ -27,7 +27,13 @@ if [ "${#missing[@]}" -gt 0 ]; then
     apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-echo "setup: pip install -e '.[test]' (builds the compiled row decoder)" >&2
+where="$("$PYTHON" -c 'import sys; print(sys.prefix)')"
+if [ "$("$PYTHON" -c 'import sys; print(sys.prefix != sys.base_prefix)')" = False ]; then
+  echo "setup: note: $PYTHON is not a virtualenv; the package goes into $where. To keep it" \
+       "apart: python3 -m venv .venv, then PYTHON=.venv/bin/python ./scripts/demo.sh" >&2
+fi
+echo "setup: pip install -e '.[test]' into $where (builds the compiled row decoder; about" \
+     "1-2 minutes the first time, quiet meanwhile)" >&2
 # A failed build of the C extension fails setup here; outside setup it only falls back.
 CDC_INGEST_REQUIRE_EXT=1 "$PYTHON" -m pip install -q -e '.[test]'
 

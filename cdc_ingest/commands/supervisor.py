@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -66,7 +67,8 @@ def _spawn(name: str, config: Path, extra: list[str]) -> _Child:
     # supervisord's stopasgroup) reaches start alone, which stops capture and the sink in
     # order; one that reached the JVM directly would kill it under the sink's running query.
     return _Child(name, subprocess.Popen(cmd, preexec_fn=_die_with_parent,  # noqa: PLW1509
-                                         process_group=0))
+                                         process_group=0,
+                                         env={**os.environ, "CDC_INGEST_STAGE": name}))
 
 
 def _describe(code: int) -> str:

@@ -27,6 +27,10 @@ def child_path(path: str, key: Any) -> str:
     return f"{path}.{key}" if path else str(key)
 
 
+# options whose value is a secret: a default for them would be a secret in the file
+_SECRET_WORDS = ("password", "secret", "token", "sasl.jaas", "key")
+
+
 @dataclass
 class Interpolator:
     """Resolves references in a YAML tree; collects problems instead of stopping at one."""
@@ -67,9 +71,12 @@ class Interpolator:
         if value is None or (has_default and value == ""):
             if has_default:
                 return default
+            secret = any(word in path.lower() for word in _SECRET_WORDS)
+            fix = (f"set {name} in the environment (export {name}=...), or read the secret "
+                   "from a file with ${file:/run/secrets/<name>}" if secret else
+                   f"set {name} in the environment, or write ${{{name}:-default}}")
             return self._fail(path, f"uses the environment variable '{name}', which is not set",
-                              f"set {name} in the environment, or write ${{{name}:-default}}",
-                              original)
+                              fix, original)
         return value
 
     def _read_file(self, name: str, path: str, original: str) -> str:

@@ -19,6 +19,7 @@ from cdc_ingest.errors import ConfigError
 from cdc_ingest.routing.routes import GROUP_REFERENCE, RouteMode, RouteRule
 
 DEFAULT_NAME = "cdc-ingest"
+DEFAULT_METRICS_PORT = 9249  # Flink's Prometheus reporter's
 _TOPIC_CHARS = re.compile(r"[A-Za-z0-9._-]*")
 
 Mode = Annotated[RouteMode, choice(RouteMode)]
@@ -69,9 +70,10 @@ class PipelineOptions(ConfigModel):
     checkpoint_dir: str = Field(alias="checkpoint.dir",
                                 description="Spark checkpoint (path or URI); losing it "
                                 "costs time, not duplicates")
-    metrics_port: int | None = Field(None, alias="metrics.port", ge=1, le=65535,
-                                     description="port of the sink's Prometheus `/metrics`; "
-                                     "capture serves on port + 1")
+    metrics_port: int = Field(DEFAULT_METRICS_PORT, alias="metrics.port", ge=0, le=65535,
+                              description="port of the sink's Prometheus `/metrics` (on "
+                              "127.0.0.1, or CDC_INGEST_METRICS_ADDR); capture serves on "
+                              "port + 1; `0`: none. A port in use is logged and skipped")
     trigger_interval: Duration = Field(timedelta(seconds=1), alias="trigger.interval",
                                        description="Spark micro-batch interval; 0 = back to back")
     max_offsets_per_trigger: int | None = Field(

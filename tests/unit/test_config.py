@@ -122,7 +122,7 @@ def test_defaults() -> None:
         home = state_home()
     assert pipe.state_dir == home / "cdc-ingest"  # the same from any working directory
     assert pipe.checkpoint_dir == str(home / "cdc-ingest" / "checkpoint")
-    assert pipe.metrics_port is None and pipe.max_offsets_per_trigger is None
+    assert pipe.metrics_port == 9249 and pipe.max_offsets_per_trigger is None
     assert pipe.trigger_interval == timedelta(seconds=1)
     assert pipe.changelog_topic == "cdc-ingest.cdc-ingest.changelog"
     assert pipe.offsets_topic == "cdc-ingest.cdc-ingest.offsets"

@@ -68,6 +68,16 @@ def test_undefined_variable_is_reported_at_its_path_once() -> None:
     assert "${MYSQL_PORT:-default}" in problems["source.port"].fix
 
 
+def test_an_unset_password_variable_is_not_given_a_default_as_fix() -> None:
+    doc = minimal(source={"password": "${MYSQL_PASSWORD}"})
+    with pytest.raises(ConfigError) as caught:
+        parse_pipeline(yaml.safe_dump(doc), {})
+    problem = caught.value.problems[0]
+    assert problem.path == "source.password"
+    assert ":-default" not in problem.fix and "${file:" in problem.fix
+    assert "export MYSQL_PASSWORD=" in problem.fix
+
+
 def test_undefined_variable_in_a_route() -> None:
     doc = minimal(route=[{"source-table": "a.b", "sink-table": "${TOPIC}"}])
     with pytest.raises(ConfigError) as caught:
