@@ -28,6 +28,7 @@ from cdc_ingest.capture.snapshot.phase import SnapshotPhase, snapshotter
 from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.capture.stream import BinlogPhase
 from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer
+from cdc_ingest.kafka.admin import FIRST_CONTACT_S
 from cdc_ingest.kafka.limits import message_limit
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import Catalog
@@ -154,7 +155,7 @@ class Capture:
 
     def _prepare_topics(self) -> int:
         """The changelog and the internal topics exist; returns the changelog's partitions."""
-        admin = TopicAdmin(self.o.kafka)
+        admin = TopicAdmin(self.o.kafka, first_contact_s=FIRST_CONTACT_S)
         admin.ensure(TopicSpec(self.o.changelog_topic, self.o.partitions,
                                self.o.replication_factor,
                                {"max.message.bytes": str(self._max_message_bytes)}))

@@ -14,7 +14,9 @@ from cdc_ingest.kafka.logs import with_logger
 from cdc_ingest.kafka.producer import TransactionalProducer
 
 log = logging.getLogger(__name__)
-FIRST_CONTACT_S = 10.0
+# A broker that answers does so in well under a second: how long a process starting waits
+# before it says none does.
+FIRST_CONTACT_S = 6.0
 
 
 def unreachable(bootstrap: str, what: str, exc: KafkaException) -> KafkaClientError:
@@ -37,18 +39,20 @@ class TopicSpec:
 
 
 class TopicAdmin:
-    def __init__(self, config: dict[str, Any], timeout_s: float = 30.0) -> None:
+    def __init__(self, config: dict[str, Any], timeout_s: float = 30.0,
+                 first_contact_s: float | None = None) -> None:
+        """``first_contact_s``: how long the first request may wait for a broker (a process
+        starting: a wrong address is reported in seconds); later ones wait ``timeout_s``."""
         self._admin = AdminClient(with_logger(config))
         self._timeout = timeout_s
+        self._first = timeout_s if first_contact_s is None else first_contact_s
         self._bootstrap = str(config.get("bootstrap.servers", ""))
         self._reached = False
 
     def partitions(self, topic: str) -> int | None:
         """Partition count of ``topic``, or None if it does not exist."""
         try:
-            # a broker that answers does so in well under a second; the first call of a
-            # client gives up sooner, so a wrong address is reported within seconds
-            wait = self._timeout if self._reached else min(self._timeout, FIRST_CONTACT_S)
+            wait = self._timeout if self._reached else min(self._timeout, self._first)
             meta = self._admin.list_topics(topic=topic, timeout=wait)
         except KafkaException as exc:
             raise unreachable(self._bootstrap, f"describe topic {topic}", exc) from exc
@@ -91,7 +95,8 @@ class TopicAdmin:
 def transactions_usable(config: dict[str, Any], transactional_id: str) -> str | None:
     """None if the cluster answers and a transaction can be begun and aborted; else why not."""
     try:
-        TopicAdmin(config, timeout_s=10).partitions("__cdc_ingest_probe__")
+        TopicAdmin(config, timeout_s=10, first_contact_s=FIRST_CONTACT_S).partitions(
+            "__cdc_ingest_probe__")
         producer = TransactionalProducer(config, transactional_id, timeout_s=20)
         producer.init()
         producer.begin()

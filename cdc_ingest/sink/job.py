@@ -32,7 +32,8 @@ from pyspark.sql.streaming import StreamingQuery
 
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.errors import SinkError
-from cdc_ingest.kafka import TopicAdmin, client_config
+from cdc_ingest.kafka import KafkaClientError, TopicAdmin, client_config
+from cdc_ingest.kafka.admin import FIRST_CONTACT_S
 from cdc_ingest.kafka.config import LIBRDKAFKA_ONLY
 from cdc_ingest.kafka.limits import FLOOR
 from cdc_ingest.sink.changelog import COLUMNS, RESULT, RESULT_SCHEMA, run_task
@@ -240,6 +241,15 @@ def run_sink(
     SparkSession this call creates is stopped at the end; an existing one is reused and kept.
     """
     settings = sink_settings(defn)
+    # Kafka is asked once before Spark starts: a broker no one reaches is reported in seconds,
+    # not after Spark's start-up (unless a stop comes meanwhile: then nothing is reported)
+    try:
+        TopicAdmin(client_config(defn.sink.properties),
+                   first_contact_s=FIRST_CONTACT_S).partitions(defn.pipeline.changelog_topic)
+    except KafkaClientError:
+        if stop_event is not None and stop_event.is_set():
+            return
+        raise
     owns_session = not spark_context_exists()
     spark = spark_session(f"cdc-ingest-sink-{defn.pipeline.id}", master)
     try:
