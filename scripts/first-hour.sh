@@ -49,7 +49,9 @@ export MYSQL_ROOT_PASSWORD="${MYSQL_ROOT_PASSWORD:-root}"
 timeout 900 bash -euo pipefail "$work/by-hand.sh" > "$work/by-hand.log" 2>&1 \
   || fail "the README's hand-run block exited $? (its last command: kill %1; wait)"
 check "$work/by-hand.log" "the hand-run's verify is equal" "equal to MySQL"
-check "$work/by-hand.log" "the hand-run's topic holds the tombstone" "\\{\"id\":1\\}' None"
+check "$work/by-hand.log" "the hand-run's topic holds order 1 paid" \
+  "\\{\"id\":1\\}' b'\\{\"id\":1,\"status\":\"paid\"\\}'"
+check "$work/by-hand.log" "the hand-run's topic holds the tombstone" "\\{\"id\":2\\}' None"
 refuse "$work/by-hand.log" "the hand-run printed a traceback" "Traceback|Py4J"
 
 pipeline() {  # pipeline <name> <bootstrap>: the README's pipeline on the running services
