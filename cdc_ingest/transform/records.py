@@ -104,10 +104,12 @@ class Transformer:
         if op == "-D" and rule.spec.soft_delete:
             op, before, after = "+I", None, before
         self._check_key(rule, record)
-        return b'{"v":%d,"op":"%s","db":%b,"table":%b,"pk":%b,"before":%b,"after":%b,' \
+        # the typed layout stays named (include-schema, ISO-8601 with a filter-only rule)
+        layout = b'"layout":%b,' % orjson.dumps(record.layout) if record.layout else b""
+        return b'{"v":%d,"op":"%s","db":%b,"table":%b,%b"pk":%b,"before":%b,"after":%b,' \
                b'"ts_ms":%d,"pos":%b}' % (
                    CHANGELOG_VERSION, op.encode(), orjson.dumps(record.db),
-                   orjson.dumps(record.table), bytes(record.pk), before or _NULL,
+                   orjson.dumps(record.table), layout, bytes(record.pk), before or _NULL,
                    after or _NULL, record.ts_ms, orjson.dumps(record.pos))
 
     @staticmethod

@@ -140,6 +140,12 @@ def test_filter_turns_updates_into_inserts_and_deletes() -> None:
     assert (moved_out["op"], moved_out["before"], moved_out["after"]) == ("-D", big, None)
     assert _parsed(t.apply(_record("-D", before=small))) is None
     assert t.ts_ms == 7
+    # a rewritten record keeps naming its typed layout (include-schema needs it)
+    named = orjson.loads(_record("+U", small, big))
+    named = {**{k: named[k] for k in ("v", "op", "db", "table")}, "layout": "ab12",
+             **{k: named[k] for k in ("pk", "before", "after", "ts_ms", "pos")}}
+    rewritten = t.apply(orjson.dumps(named))
+    assert rewritten is not None and b'"table":"orders","layout":"ab12","pk":' in rewritten
 
 
 def test_soft_delete_writes_the_deleted_row_as_an_insert() -> None:
