@@ -20,6 +20,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -70,6 +71,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # A CI timeout sends SIGTERM: turn it into KeyboardInterrupt so that pytest still runs
     # the session finalizers that stop the servers.
     signal.signal(signal.SIGTERM, _interrupt)
+    # Pipelines without state.dir (Flink CDC's files, run unchanged) keep their state in the
+    # user's state home by default; a run's services are new, so its state must be too (a
+    # Spark checkpoint of an earlier run's changelog topic would be refused as data loss).
+    if "CDC_INGEST_STATE" not in os.environ:
+        os.environ["CDC_INGEST_STATE"] = tempfile.mkdtemp(prefix="cdc-ingest-test-state-")
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -31,8 +31,22 @@ class SinkUnavailable(SinkError):
     exit_code = TRANSIENT_EXIT_CODE
 
 
-def query_failed(exc: BaseException) -> SinkError:
+# Spark's Kafka source finds the checkpoint's offsets beyond the changelog topic's end
+_STALE_CHECKPOINT = ("Some data may have been lost", "offset was changed from")
+
+
+def query_failed(exc: BaseException, checkpoint: str = "") -> SinkError:
     text = str(exc)
+    if all(m in text for m in _STALE_CHECKPOINT):
+        return SinkError(
+            "the sink query failed: the Spark checkpoint "
+            f"{checkpoint or '(pipeline.checkpoint.dir)'} holds offsets beyond the end of the "
+            "changelog topic, so it belongs to an earlier topic of this name (Kafka or the "
+            "topic was recreated, or another pipeline with this pipeline.name ran against "
+            "another Kafka). Nothing was written. Fix: stop the pipeline, delete that "
+            "checkpoint directory and start again: the sink then resumes from its group's "
+            "committed offsets in Kafka (exactly-once is kept), or set pipeline.state.dir / "
+            "checkpoint.dir apart for each Kafka cluster")
     kind = SinkUnavailable if any(m in text for m in _TRANSIENT) else SinkError
     return kind(
         f"the sink query failed: {_cause(text)}\n(Spark's log above has the details; "

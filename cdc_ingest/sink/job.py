@@ -196,7 +196,7 @@ def _start_query(
     return query
 
 
-def _stop(query: StreamingQuery) -> None:
+def _stop(query: StreamingQuery, checkpoint: str) -> None:
     """Stop between batches when possible, so no batch is cut off half-written."""
     deadline = time.monotonic() + STOP_GRACE_S
     while query.isActive and query.status.get("isTriggerActive") and (
@@ -205,7 +205,7 @@ def _stop(query: StreamingQuery) -> None:
         time.sleep(0.1)
     failure = query.exception()
     if failure is not None:
-        raise query_failed(failure) from failure
+        raise query_failed(failure, checkpoint) from failure
     query.stop()
     if query.exception() is not None:
         # stop() interrupted a running batch: its transactions are aborted and it is redone
@@ -214,17 +214,17 @@ def _stop(query: StreamingQuery) -> None:
     log.info("sink query stopped")
 
 
-def _wait(query: StreamingQuery, stop_event: threading.Event | None) -> None:
+def _wait(query: StreamingQuery, stop_event: threading.Event | None, checkpoint: str) -> None:
     try:
         while not query.awaitTermination(POLL_S):
             if stop_event is not None and stop_event.is_set():
-                _stop(query)
+                _stop(query, checkpoint)
                 return
     except StreamingQueryException as exc:
-        raise query_failed(exc) from exc
+        raise query_failed(exc, checkpoint) from exc
     failure = query.exception()  # it ended without our stop: someone stopped it, or it failed
     if failure is not None:
-        raise query_failed(failure) from failure
+        raise query_failed(failure, checkpoint) from failure
 
 
 def run_sink(
@@ -260,7 +260,7 @@ def run_sink(
         settings = replace(settings, max_message_bytes=limit)
         query = _start_query(spark, defn, settings, partitions, on_batch)
         try:
-            _wait(query, stop_event)
+            _wait(query, stop_event, defn.pipeline.checkpoint_dir)
         finally:
             if query.isActive:  # an exception (KeyboardInterrupt included) got here
                 query.stop()

@@ -70,6 +70,16 @@ def test_a_sink_query_failure_is_transient_only_for_timeouts(text: str,
     assert isinstance(query_failed(Exception(text)), SinkUnavailable) is transient
 
 
+def test_a_checkpoint_of_an_earlier_topic_is_named_with_the_fix() -> None:
+    text = ("org.apache.spark.sql.kafka010.KafkaIllegalStateException: Some data may have "
+            "been lost because they are not available in Kafka any more; ... Reason: "
+            "Partition cdc-ingest.p.changelog-0 offset was changed from 16 to 9.")
+    error = query_failed(Exception(text), "/state/p/checkpoint")
+    assert not isinstance(error, SinkUnavailable)  # starting again would fail the same way
+    assert "/state/p/checkpoint holds offsets beyond the end" in str(error)
+    assert "delete that checkpoint directory" in str(error)
+
+
 @pytest.mark.parametrize("message", [
     "Error: connecting slave requested to start from GTID 0-1-500, which is not in the "
     "master's binlog. Since the master's binlog contains GTIDs with higher sequence numbers",
