@@ -47,6 +47,18 @@ def query_failed(exc: BaseException, checkpoint: str = "") -> SinkError:
             "checkpoint directory and start again: the sink then resumes from its group's "
             "committed offsets in Kafka (exactly-once is kept), or set pipeline.state.dir / "
             "checkpoint.dir apart for each Kafka cluster")
+    if "PYTHON_VERSION_MISMATCH" in text or "Python in worker has different version" in text:
+        return SinkError(
+            f"the sink query failed: {_cause(text)}. The sink ships its libraries to the "
+            "executors compiled for its own Python. Fix: give the executors a Python of the "
+            "sink's minor version (python3 on their PATH, or PYSPARK_PYTHON in the sink's "
+            "environment naming one that every executor host has)")
+    if "ModuleNotFoundError" in text:
+        return SinkError(
+            f"the sink query failed: {_cause(text)} in Spark's Python workers. Fix: with "
+            "--master the sink ships cdc_ingest and its libraries itself; under spark-submit "
+            "add the options `python -m cdc_ingest.sink.ship` prints (docs/operations.md, "
+            "Scaling out)")
     kind = SinkUnavailable if any(m in text for m in _TRANSIENT) else SinkError
     return kind(
         f"the sink query failed: {_cause(text)}\n(Spark's log above has the details; "

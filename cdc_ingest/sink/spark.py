@@ -19,6 +19,7 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from cdc_ingest import maven
+from cdc_ingest.sink.ship import executor_settings
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +104,9 @@ def _settings(master: str) -> dict[str, str]:
             "spark.driver.host": "127.0.0.1",
             "spark.driver.bindAddress": "127.0.0.1",
         })  # fmt: skip
+    else:
+        # a cluster's executors get cdc_ingest and its libraries from us, not from their Python
+        settings.update(executor_settings())
     return settings
 
 
@@ -111,8 +115,9 @@ def spark_session(
 ) -> SparkSession:
     """A SparkSession for the sink: ``local[*]`` with the Kafka connector unless told otherwise.
 
-    ``master`` picks another master (``local[2]``, ``spark://host:7077``); the connector jars
-    are then shipped to its executors. Under ``spark-submit`` (or when this process already
+    ``master`` picks another master (``local[2]``, ``spark://host:7077``); the connector jars,
+    and for a cluster cdc_ingest with its libraries (:mod:`cdc_ingest.sink.ship`), are then
+    shipped to its executors. Under ``spark-submit`` (or when this process already
     has a SparkContext) the existing master, jars and memory settings stay as they are: pass
     ``--packages org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>`` there.
     ``conf`` entries win over ours.

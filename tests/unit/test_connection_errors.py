@@ -80,6 +80,19 @@ def test_a_checkpoint_of_an_earlier_topic_is_named_with_the_fix() -> None:
     assert "delete that checkpoint directory" in str(error)
 
 
+@pytest.mark.parametrize(("text", "fix"), [
+    ("pyspark.errors.exceptions.base.PySparkRuntimeError: [PYTHON_VERSION_MISMATCH] Python in "
+     "worker has different version: 3.12 than that in driver: 3.11, PySpark cannot run with "
+     "different minor versions.", "a Python of the sink's minor version"),
+    ("  File \"<frozen importlib._bootstrap>\"\nModuleNotFoundError: No module named "
+     "'cdc_ingest'", "python -m cdc_ingest.sink.ship"),
+])
+def test_an_executor_python_that_cannot_run_the_tasks_is_named_with_the_fix(
+        text: str, fix: str) -> None:
+    error = query_failed(Exception(text))
+    assert fix in str(error) and not isinstance(error, SinkUnavailable)
+
+
 @pytest.mark.parametrize("message", [
     "Error: connecting slave requested to start from GTID 0-1-500, which is not in the "
     "master's binlog. Since the master's binlog contains GTIDs with higher sequence numbers",
