@@ -40,7 +40,8 @@ CDC_INGEST_REQUIRE_EXT=1 "$PYTHON" -m pip install -q -e '.[test]'
 echo "setup: Kafka jars" >&2
 "$PYTHON" -m cdc_ingest.services fetch kafka >/dev/null
 
-echo "setup: Spark Kafka connector jars" >&2
+echo "setup: Spark Kafka connector jars, and the sink JVM's class-data sharing archive" \
+     "(once: about 30 s)" >&2
 "$PYTHON" -m cdc_ingest.sink.spark fetch >/dev/null
 
 # PyFlink for the Flink read-back test (tests/integration/test_flink_readback.py): apache-flink

@@ -6,7 +6,8 @@ says what is wrong and how to fix it. Every client gets :data:`LOGGER` instead
 (:func:`with_logger`): a line is logged the first time its condition appears (as a warning:
 the operation that needed the broker fails with its own error and fix), repeats of it are
 counted and summed up at most once a minute, and configuration notes that do not matter
-here (``CONFWARN``: a producer property handed to a consumer) go to debug.
+here (``CONFWARN``: a producer property handed to a consumer) go to debug, as does the
+fatal-error line of a fenced producer (its caller raises or handles the fencing itself).
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ LOGGER = logging.getLogger("cdc_ingest.kafka.client")
 REPEAT_S = 60.0
 _NUMBERS = re.compile(r"\d+ms|\(after [^)]*\)|#\d+|\d{6,}")
 _QUIET = ("CONFWARN",)
+# a producer fenced by a newer holder of its transactional id: the caller says what that
+# means (capture: a second instance; the sink: another worker took its partition over)
+_QUIET_TEXT = ("fenced by a newer instance",)
 
 
 class _OncePerCondition(logging.Filter):
@@ -33,7 +37,8 @@ class _OncePerCondition(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         text = record.getMessage()
-        if any(f"|{tag}|" in text or text.startswith(tag) for tag in _QUIET):
+        if any(f"|{tag}|" in text or text.startswith(tag) for tag in _QUIET) or any(
+                part in text for part in _QUIET_TEXT):
             record.levelno, record.levelname = logging.DEBUG, "DEBUG"
             return LOGGER.isEnabledFor(logging.DEBUG)
         if record.levelno > logging.WARNING:  # the caller reports what failed, with a fix

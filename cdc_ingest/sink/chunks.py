@@ -34,6 +34,7 @@ class Counters:
     skipped: int = 0
     last_offset: int = -1
     commit_ms: float = 0.0
+    setup_ms: float = 0.0  # producer ready and committed offset read (exactly-once)
     max_event_ts_ms: int = 0
     per_table: dict[str, int] = field(default_factory=dict)
 

@@ -50,6 +50,7 @@ EARLIEST = -2  # Spark's startingOffsets code for "the partition's earliest offs
 POLL_S = 1  # how often the waiting loop looks at the stop event
 STOP_GRACE_S = 30.0  # how long a stop waits for the running batch to finish
 TOPIC_POLL_S = 1.0  # how often to look for the changelog topic until capture creates it
+FETCH_MAX_WAIT_MS = 50  # the Kafka source's consumers (see source_options)
 
 # Kafka settings Spark's Kafka source manages itself (it refuses most of them at start).
 _NOT_FOR_SPARK = {
@@ -135,6 +136,11 @@ def source_options(defn: PipelineDef, start: str | None) -> dict[str, str]:
         # transactions are not data loss to Spark (it checks the earliest offset).
         "failOnDataLoss": "true",
     })  # fmt: skip
+    # A task reads a closed offset range; read_committed, its last offset is often a
+    # transaction marker, which no fetch returns, so the consumer's last fetch waited the
+    # default 500 ms for data that is not there: 0.5 s in most batches' latency (p90 of
+    # addBatch 711 -> 333 ms at 2,000 rows/s). properties.fetch.max.wait.ms still wins.
+    options.setdefault("kafka.fetch.max.wait.ms", str(FETCH_MAX_WAIT_MS))
     if defn.pipeline.max_offsets_per_trigger:
         options["maxOffsetsPerTrigger"] = str(defn.pipeline.max_offsets_per_trigger)
     if start is not None:

@@ -19,12 +19,19 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from cdc_ingest import maven
+from cdc_ingest.sink import cds
 from cdc_ingest.sink.ship import executor_settings
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MASTER = "local[*]"
 CONNECTOR = "spark-sql-kafka-0-10_2.13"
+# The driver's JVM compiles with C1 only: C2's compiler threads took half of the sink's JVM CPU
+# in its first seconds on 2 cores, competing with capture and the first batch, and the sink's
+# JVM work per record (Kafka fetch, Arrow conversion) is small next to the Python writer's:
+# start-up 4.0 -> 3.0 s and JVM CPU about halved, throughput at 300k changes unchanged
+# (benchmarks/README.md). $CDC_INGEST_SPARK_JAVA_OPTIONS replaces it ("" for the JVM default).
+DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 
 def spark_jars_dir() -> Path:
@@ -84,8 +91,9 @@ def _is_local(master: str) -> bool:
 
 
 def _settings(master: str) -> dict[str, str]:
+    jars = fetch_spark_kafka_jars()
     settings = {
-        "spark.jars": ",".join(str(p) for p in fetch_spark_kafka_jars()),
+        "spark.jars": ",".join(str(p) for p in jars),
         # Local mode runs the Kafka consumers in the driver JVM; 2g leaves room for MariaDB,
         # Kafka and capture on a small (2 cores, 24 GiB) machine. Python workers are extra.
         "spark.driver.memory": "2g",
@@ -98,6 +106,10 @@ def _settings(master: str) -> dict[str, str]:
         "spark.ui.showConsoleProgress": "false",  # progress bars would garble the log
         "spark.sql.adaptive.enabled": "false",  # streaming turns it off anyway, with a warning
     }
+    # the JIT choice, and Spark's classes from the CDS archive if set-up built it
+    java_options = [os.environ.get("CDC_INGEST_SPARK_JAVA_OPTIONS", DRIVER_JAVA_OPTIONS),
+                    *cds.java_options(jars)]
+    settings["spark.driver.extraJavaOptions"] = " ".join(o for o in java_options if o)
     if _is_local(master):
         settings.update({
             "spark.ui.enabled": "false",
@@ -177,10 +189,12 @@ def _restore_sigint(handler: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m cdc_ingest.sink.spark fetch``: download the jars, print where they are."""
+    """``python -m cdc_ingest.sink.spark fetch``: download the jars, print where they are, and
+    make the JVM's class-data sharing archive (:mod:`cdc_ingest.sink.cds`)."""
     parser = argparse.ArgumentParser(
         prog="python -m cdc_ingest.sink.spark",
-        description="Download the Kafka connector jars for the installed pyspark into the cache.",
+        description="Download the Kafka connector jars for the installed pyspark into the cache "
+        "and make the class-data sharing archive that starts the sink's JVM faster.",
     )
     parser.add_argument("command", choices=["fetch"])
     parser.parse_args(argv)
@@ -191,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
         log.error("%s", exc)
         return 1
     sys.stdout.write(f"SPARK_KAFKA_JARS={','.join(str(p) for p in jars)}\n")
+    archive = cds.build_archive(jars)
+    if archive is not None:
+        sys.stdout.write(f"SPARK_CDS_ARCHIVE={archive}\n")
     return 0
 
 

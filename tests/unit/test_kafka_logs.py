@@ -48,3 +48,13 @@ def test_every_client_gets_the_logger_unless_one_is_given() -> None:
     assert logs.with_logger({"bootstrap.servers": "k:9092"})["logger"] is logs.LOGGER
     mine = logging.getLogger("mine")
     assert logs.with_logger({"logger": mine})["logger"] is mine
+
+
+def test_a_fenced_producers_fatal_line_goes_to_debug(caplog: pytest.LogCaptureFixture) -> None:
+    """The caller handles fencing (capture: FencedError with its fix; the sink: a new
+    producer), so librdkafka's own TXNERR line would only alarm."""
+    with caplog.at_level(logging.INFO, logger=logs.LOGGER.name):
+        logs.LOGGER.error("TXNERR [thrd:main]: Fatal transaction error: Failed to add offsets to "
+                     "transaction: Local: This instance has been fenced by a newer instance "
+                     "(_FENCED)")
+    assert not caplog.records
