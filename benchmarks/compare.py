@@ -465,6 +465,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="rows inserted; 20%% are then updated and 10%% deleted "
                    "(default %(default)s)")
     p.add_argument("--repeat", type=int, default=1, help="repeats of every measure (default 1)")
+    p.add_argument("--sizes", default=None,
+                   help="comma-separated workload sizes in row changes, e.g. 300k,1M,5M: one "
+                   "run per size (services started afresh for each, --rows ignored), each "
+                   "written to --out with the size in its name, then a table across sizes "
+                   "written to --out")
     p.add_argument("--only", default=",".join(MEASURES),
                    help="comma-separated measures: alo, eo (cdc-ingest end to end), debezium, "
                    "floor (library decode) (default all)")
@@ -490,9 +495,79 @@ def _debezium_config(connect: dbz.ConnectStandalone) -> dict[str, Any]:
                             "marker": MARKER_SQL}}
 
 
+def parse_size(text: str) -> int:
+    """``300k`` / ``1M`` / ``5000`` -> a number of row changes."""
+    text = text.strip().lower().replace("_", "")
+    scale = {"k": 1_000, "m": 1_000_000}.get(text[-1:], 1)
+    return int(float(text[:-1] if scale > 1 else text) * scale)
+
+
+def rows_for(changes: int) -> int:
+    """Rows inserted for a workload of about ``changes`` row changes (inserts, then 20%
+    updated and 10% deleted: 1.3 changes per row)."""
+    return max(1, round(changes / 1.3))
+
+
+def _sizes(args: argparse.Namespace) -> int:
+    """One run per size in this invocation (services afresh for each), then a table across
+    sizes: the figure a user meets on a short run or a restart is never averaged away by a
+    long one."""
+    summary: list[dict[str, Any]] = []
+    failed = 0
+    for label in [part for part in args.sizes.split(",") if part.strip()]:
+        changes = parse_size(label)
+        out = args.out.with_name(f"{args.out.stem}-{label.strip()}{args.out.suffix}")
+        one = argparse.Namespace(**{**vars(args), "rows": rows_for(changes), "out": out,
+                                    "sizes": None})
+        log.info("size %s: %d rows (%d changes)", label, one.rows, changes)
+        failed |= _run(one)
+        doc = json.loads(out.read_text())
+        results = doc["results"]
+
+        def median(name: str, results: dict[str, Any] = results) -> float | None:
+            value = results.get(name, {}).get("median")
+            return float(value) if value is not None else None
+
+        row: dict[str, Any] = {"size": label.strip(), "changes": doc["workload"]["changes"],
+                               "file": str(out)}
+        for key in ("eo", "alo", "debezium"):
+            row[f"{key}_rows_per_s"] = median(f"{LABELS[key]} (rows/s)")
+            row[f"{key}_first_output_s"] = median(f"{LABELS[key]}: first output")
+        dbz_rate = row["debezium_rows_per_s"]
+        for key in ("eo", "alo"):
+            rate = row[f"{key}_rows_per_s"]
+            row[f"{key}_vs_debezium"] = rate / dbz_rate if rate and dbz_rate else None
+        summary.append(row)
+
+    def fmt(value: float | None, spec: str) -> str:
+        return "-" if value is None else format(value, spec)
+
+    print("\ncompare across sizes (medians; ratios within each size's run)")
+    print(f"{'changes':>10}  {'eo rows/s':>10}  {'eo/dbz':>7}  {'alo/dbz':>7}  "
+          f"{'dbz rows/s':>10}  {'first out eo':>12}  {'alo':>6}  {'dbz':>6}")
+    for row in summary:
+        print(f"{row['changes']:>10,}  {fmt(row['eo_rows_per_s'], ',.0f'):>10}  "
+              f"{fmt(row['eo_vs_debezium'], '.2f'):>7}  {fmt(row['alo_vs_debezium'], '.2f'):>7}  "
+              f"{fmt(row['debezium_rows_per_s'], ',.0f'):>10}  "
+              f"{fmt(row['eo_first_output_s'], '.1f'):>12}  "
+              f"{fmt(row['alo_first_output_s'], '.1f'):>6}  "
+              f"{fmt(row['debezium_first_output_s'], '.1f'):>6}")
+    write_json(args.out, {"benchmark": "compare-sizes",
+                          "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                          "sizes": summary})
+    print(f"wrote {args.out}")
+    return failed
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     setup_logging()
+    if args.sizes:
+        return _sizes(args)
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     only = [part.strip() for part in args.only.split(",") if part.strip()]
     unknown = set(only) - set(MEASURES)
     if unknown or not only:
