@@ -531,7 +531,7 @@ def _sizes(args: argparse.Namespace) -> int:
         row: dict[str, Any] = {"size": label.strip(), "changes": doc["workload"]["changes"],
                                "file": str(out)}
         for key in ("eo", "alo", "debezium"):
-            row[f"{key}_rows_per_s"] = median(f"{LABELS[key]} (rows/s)")
+            row[f"{key}_rows_per_s"] = median(LABELS[key])
             row[f"{key}_first_output_s"] = median(f"{LABELS[key]}: first output")
         dbz_rate = row["debezium_rows_per_s"]
         for key in ("eo", "alo"):
