@@ -320,9 +320,14 @@ def run_debezium(svc: Services, wl: Workload, connect: dbz.ConnectStandalone,
     summary = output_summary(svc.bootstrap, connect.topic)
     acknowledged = connect.acknowledged()
     problems = []
-    if summary["messages"] != want or sum(ends_after.values()) != want:
+    if sum(ends_after.values()) != want or summary["messages"] > want:
         problems.append(f"{summary['messages']} records ({sum(ends_after.values())} by end "
                         f"offsets {GRACE_S:.0f} s after done), want {want}")
+    elif summary["messages"] < want:
+        # the topic is compacted (as cdc-ingest's): on a large run the log cleaner drops
+        # superseded records of rolled segments; the per-key checks below still hold
+        log.info("Debezium's topic: %d of %d records left after log compaction",
+                 summary["messages"], want)
     if summary["tombstones"] != wl.deleted:
         problems.append(f"{summary['tombstones']} tombstones, want {wl.deleted}")
     if summary["updated_rows"] != wl.updated:
