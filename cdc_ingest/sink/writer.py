@@ -2,9 +2,10 @@
 
 Runs inside a Spark task (one task per changelog partition range, no shuffle before it). With
 ``exactly-once`` it is the consume-transform-produce of exactly-once hop 2
-(docs/architecture.md); clients are cached per Python worker process, the transactional
-producers checked on reuse (:func:`_transactional`), so a steady stream does not pay
-``init_transactions`` per batch.
+(docs/architecture.md). Clients are cached per Python worker process, except the transactional
+producer, which is made per task: ``init_transactions`` takes a few milliseconds since it
+connects eagerly (kafka/producer.py), and a new producer fences any older attempt wherever
+it ran (decision 0003).
 
 Failure contract: :func:`write_partition` either returns after everything it produced is
 committed (transaction, or flush plus offset commit), or raises; a raised task leaves nothing
@@ -20,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from itertools import chain
 from typing import Any
 
-from cdc_ingest.kafka import KafkaClientError, PlainProducer, TransactionalProducer
+from cdc_ingest.kafka import PlainProducer, TransactionalProducer
 from cdc_ingest.kafka.offsets import GroupOffsets, offset_list
 from cdc_ingest.model.changelog import REKEY_CUT, DdlRecord
 from cdc_ingest.sink.changelog import ChangelogBatches, Columns, row_columns
@@ -39,7 +40,6 @@ log = logging.getLogger(__name__)
 # -- clients cached per worker process ----------------------------------------------------
 
 _producers: dict[str, Any] = {}
-_transactions: dict[str, TransactionalProducer] = {}  # by transactional id, none open
 _groups: dict[str, GroupOffsets] = {}
 _topics: dict[str, SinkTopics] = {}
 
@@ -48,8 +48,6 @@ def close_clients() -> None:
     """Close the clients this process cached (the driver's, or a worker's at exit)."""
     while _groups:
         _groups.popitem()[1].close()
-    while _transactions:
-        _transactions.popitem()[1].close()
     _topics.clear()
     _producers.clear()
 
@@ -84,39 +82,15 @@ def _plain_config(settings: SinkSettings) -> dict[str, Any]:
     return {**PLAIN_PRODUCER_DEFAULTS, **settings.producer_config()}
 
 
-def _transactional(settings: SinkSettings, group: GroupOffsets,
-                   partition: int) -> tuple[TransactionalProducer, int]:
-    """The partition's producer and the committed offset its task starts at: rows below it
-    are already in the sink topics.
-
-    A worker keeps the producer of a partition's task that succeeded, with no transaction
-    open, and the partition's next task in this worker reuses it if it still holds the id:
-    checked by a transaction that adds the committed offset and is aborted, which the broker
-    refuses if a newer producer registered the id since (the partition's task ran in another
-    worker).
-    Then nothing newer than this producer exists, older ones are fenced since its own
-    ``init_transactions``, so the offset read before is final, as after a new producer's
-    init. Refused (or failing), the producer is dropped and a new one made: registering the
-    id fences every older holder, in whatever worker, and aborts what it left open. The
-    reuse saves ``init_transactions`` per task and batch: 55 ms on a local broker, 505 ms
-    when it meets the previous batch's commit still completing (decision 0003)."""
-    topic = settings.changelog_topic
-    transactional_id = settings.transactional_id(partition)
-    producer = _transactions.pop(transactional_id, None)
-    if producer is not None:
-        start = group.committed(topic, [partition]).get(partition, 0)
-        try:
-            producer.begin()
-            producer.send_offsets(offset_list(topic, partition, start), group.group_metadata())
-            producer.abort()  # the check only: the task's transactions begin per chunk
-            return producer, start
-        except KafkaClientError as exc:
-            # dropped without a flush: it has nothing to send, and a fenced one only raises
-            log.debug("%s: another worker's producer holds it now (%s): registering it again",
-                      transactional_id, exc)
-    producer = TransactionalProducer(settings.producer_config(), transactional_id)
+def _transactional(settings: SinkSettings, partition: int) -> TransactionalProducer:
+    """A new producer per task: registering the id fences any older attempt of this
+    partition's task (in whatever worker it runs) and aborts what it left open, so the
+    committed offset read next is final. Not cached: the partition's next task may run in
+    another worker, whose new producer would fence a cached one here."""
+    producer = TransactionalProducer(settings.producer_config(),
+                                     settings.transactional_id(partition))
     producer.init()
-    return producer, group.committed(topic, [partition]).get(partition, 0)
+    return producer
 
 
 def _plain(settings: SinkSettings) -> PlainProducer:
@@ -207,14 +181,14 @@ def _exactly_once(
 ) -> None:
     """Exactly-once hop 2 (docs/architecture.md) for one changelog partition."""
     partition = counters.partition
-    group = _group(settings)
-    # 1. This partition's producer, holding its transactional id: older attempts are fenced;
-    # 2. what they committed: rows below ``start`` are already in the sink topics.
+    # 1. Our transactional id for this partition; creating it fences older attempts.
     began = time.monotonic()
-    producer, start = _transactional(settings, group, partition)
+    producer = _transactional(settings, partition)
     counters.setup_ms = (time.monotonic() - began) * 1000
-    done = False
     try:
+        group = _group(settings)
+        # 2. What earlier attempts committed: rows below it are already in the sink topics.
+        start = group.committed(settings.changelog_topic, [partition]).get(partition, 0)
         serde, reset = _serde(settings, group, partition)
         for messages, upto in chunks(settings, serde, counters, batches, start, reset):
             # 3. One transaction: the sink records and the next input offset, or neither.
@@ -234,12 +208,8 @@ def _exactly_once(
                 raise_named(exc, messages if isinstance(messages, list) else [])
                 raise
             counters.last_offset = last
-        done = True
     finally:
-        if done:
-            _transactions[producer.transactional_id] = producer  # for the next task here
-        # else dropped: its transaction is aborted (a flush of a fenced one would only raise
-        # over the error that ends the task)
+        producer.close()
 
 
 def _at_least_once(

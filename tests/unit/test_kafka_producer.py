@@ -11,6 +11,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from cdc_ingest.errors import TRANSIENT_EXIT_CODE
 from cdc_ingest.kafka import FencedError, KafkaClientError, TransactionalProducer
+from cdc_ingest.kafka import producer as producer_module
 from cdc_ingest.kafka.errors import TransactionTimedOut
 
 NO_BROKER = {"bootstrap.servers": "127.0.0.1:9", "log_level": 0}
@@ -68,3 +69,15 @@ def test_a_young_transaction_fenced_is_still_another_instance() -> None:
     producer._began = time.monotonic() - 5  # well within the default 60 s
     with pytest.raises(FencedError, match="took over transactional id"):
         producer.send("t", b"v", b"k")
+
+
+def test_a_transactional_producer_connects_at_once_unless_told_otherwise(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lazy connections made init_transactions wait for librdkafka's 500 ms retry timer in
+    two calls of five (decision 0003); the sink makes a producer per task and batch."""
+    seen: list[dict[str, Any]] = []
+    monkeypatch.setattr(producer_module, "Producer", seen.append)
+    TransactionalProducer({"bootstrap.servers": "k:9092"}, "t")
+    TransactionalProducer({"bootstrap.servers": "k:9092", "enable.sparse.connections": True},
+                          "t")
+    assert [c["enable.sparse.connections"] for c in seen] == [False, True]
