@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -34,3 +34,26 @@ def file_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def build_once(target: Path, build: Callable[[Path], None]) -> Path:
+    """``target``, made by ``build(partial)`` if it is not there yet: once across processes
+    (a lock beside it), written under a temporary name and renamed, so a reader never sees a
+    half-made file; other versions in its directory with its name's first part are removed.
+    What ``build`` raises goes to the caller, and nothing is left behind."""
+    if target.is_file():
+        return target
+    with file_lock(target.parent / "build.lock"):
+        if target.is_file():  # another process made it meanwhile
+            return target
+        partial = target.with_name(f".{target.name}.{os.getpid()}")
+        try:
+            build(partial)
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
+        stem = target.name.split("-")[0]
+        for old in target.parent.glob(f"{stem}-*{target.suffix}"):
+            if old != target:
+                old.unlink(missing_ok=True)  # an earlier version
+    return target

@@ -23,7 +23,7 @@ REPEAT_S = 60.0
 _NUMBERS = re.compile(r"\d+ms|\(after [^)]*\)|#\d+|\d{6,}")
 _QUIET = ("CONFWARN",)
 # a producer fenced by a newer holder of its transactional id: the caller says what that
-# means (capture: a second instance; the sink: another worker took its partition over)
+# means (capture: a second instance; the sink: a newer attempt of the partition's task)
 _QUIET_TEXT = ("fenced by a newer instance",)
 
 

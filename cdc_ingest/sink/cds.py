@@ -29,7 +29,7 @@ from typing import Any
 
 import pyspark
 
-from cdc_ingest.cache import cache_dir, file_lock
+from cdc_ingest.cache import build_once, cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -55,32 +55,23 @@ def java_options(jars: list[Path]) -> list[str]:
 def build_archive(jars: list[Path]) -> Path | None:
     """Make the archive by a training run in a child process, unless it is there; None when
     the training run failed (the sink then starts without it, only slower)."""
-    archive = archive_path(jars)
-    if archive.is_file():
-        return archive
-    with file_lock(archive.parent / "build.lock"):
-        if archive.is_file():
-            return archive
-        partial = archive.with_name(f".{archive.name}.{os.getpid()}")
-        began = time.monotonic()
-        try:
-            done = subprocess.run(
-                [sys.executable, "-m", "cdc_ingest.sink.cds", str(partial)],
-                capture_output=True, text=True, timeout=TRAIN_TIMEOUT_S, check=False)
-        except subprocess.TimeoutExpired:
-            done = None
-        if done is None or done.returncode != 0 or not partial.is_file():
-            partial.unlink(missing_ok=True)
-            detail = done.stderr.strip()[-600:] if done is not None else "timed out"
-            log.warning("no class-data sharing archive for the sink's JVM (the sink starts "
-                        "a few seconds slower): the training run failed: %s", detail)
-            return None
-        os.replace(partial, archive)
-        for old in archive.parent.glob("spark-*.jsa"):
-            if old != archive:
-                old.unlink(missing_ok=True)
-        log.info("class-data sharing archive for the sink's JVM: %s (%.0f MB, %.0f s)",
-                 archive, archive.stat().st_size / 1e6, time.monotonic() - began)
+    began = time.monotonic()
+
+    def train(partial: Path) -> None:
+        done = subprocess.run([sys.executable, "-m", "cdc_ingest.sink.cds", str(partial)],
+                              capture_output=True, text=True, timeout=TRAIN_TIMEOUT_S,
+                              check=False)
+        if done.returncode != 0 or not partial.is_file():
+            raise RuntimeError(done.stderr.strip()[-600:])
+
+    try:
+        archive = build_once(archive_path(jars), train)
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        log.warning("no class-data sharing archive for the sink's JVM (the sink starts a few "
+                    "seconds slower): the training run failed: %s", exc)
+        return None
+    log.info("class-data sharing archive for the sink's JVM: %s (%.0f MB, %.0f s)",
+             archive, archive.stat().st_size / 1e6, time.monotonic() - began)
     return archive
 
 

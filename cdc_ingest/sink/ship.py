@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
 import sys
 import tarfile
@@ -29,7 +28,7 @@ from importlib import metadata
 from pathlib import Path
 
 import cdc_ingest
-from cdc_ingest.cache import cache_dir, file_lock
+from cdc_ingest.cache import build_once, cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -109,28 +108,20 @@ def _contents() -> tuple[list[tuple[Path, str]], str]:
 def python_env_archive() -> Path:
     """The archive for this environment, built into the cache if it is not there yet."""
     files, key = _contents()
-    root = cache_dir() / "sink-env"
-    archive = root / f"cdc-ingest-env-{key}.tar.gz"
-    if archive.is_file():
-        return archive
-    with file_lock(root / "build.lock"):
-        if archive.is_file():  # another process built it meanwhile
-            return archive
+    archive = cache_dir() / "sink-env" / f"cdc-ingest-env-{key}.tar.gz"
+
+    def pack(partial: Path) -> None:
         began = time.monotonic()
-        partial = archive.with_name(f".{archive.name}.{os.getpid()}")
         # level 1: the archive is mostly compiled libraries; a higher level takes far longer
         # for a few percent, and the executors unpack it on every start
         with tarfile.open(partial, "w:gz", compresslevel=1) as tar:
             for path, name in files:
                 tar.add(path, arcname=name, recursive=False)
-        os.replace(partial, archive)
-        for old in root.glob("cdc-ingest-env-*.tar.gz"):
-            if old != archive:
-                old.unlink(missing_ok=True)  # an earlier version of this environment
         log.info("packed cdc_ingest and its libraries for the Spark executors (%d files, "
-                 "%.0f MB) into %s in %.1f s", len(files), archive.stat().st_size / 1e6,
-                 archive, time.monotonic() - began)
-    return archive
+                 "%.0f MB) in %.1f s", len(files), partial.stat().st_size / 1e6,
+                 time.monotonic() - began)
+
+    return build_once(archive, pack)
 
 
 def executor_settings() -> dict[str, str]:

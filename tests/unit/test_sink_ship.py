@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from cdc_ingest.cache import build_once
 from cdc_ingest.sink import ship
 
 
@@ -31,3 +34,25 @@ def test_executor_settings_put_the_unpacked_archive_on_the_workers_path(monkeypa
         "spark.archives": "/cache/env.tar.gz#cdc_ingest_env",
         "spark.executorEnv.PYTHONPATH": "cdc_ingest_env",
     }
+
+
+def test_build_once_makes_a_file_once_and_replaces_an_earlier_version(tmp_path) -> None:
+    made: list[str] = []
+
+    def build(partial) -> None:
+        made.append(partial.name)
+        partial.write_text("x")
+
+    (tmp_path / "spark-old.jsa").write_text("old")
+    target = tmp_path / "spark-new.jsa"
+    assert build_once(target, build) == target and build_once(target, build) == target
+    assert len(made) == 1 and target.read_text() == "x"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["build.lock", "spark-new.jsa"]
+
+    def fail(partial) -> None:
+        partial.write_text("half")
+        raise RuntimeError("no")
+
+    with pytest.raises(RuntimeError):
+        build_once(tmp_path / "spark-other.jsa", fail)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["build.lock", "spark-new.jsa"]
