@@ -17,6 +17,7 @@ import argparse
 import logging
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import time
@@ -50,6 +51,7 @@ from _common import (
     table,
     write_json,
 )
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import HeartbeatLogEvent
@@ -58,7 +60,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 from cdc_ingest.capture.binlog import BinlogReader
 from cdc_ingest.capture.decoder import DECODER_ENV
 from cdc_ingest.capture.events import Heartbeat, Rows
-from cdc_ingest.capture.positions import PositionStore
+from cdc_ingest.capture.positions import SOURCE_KEY
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import Catalog, ConnectionSettings
 
@@ -70,7 +72,7 @@ BATCH = 5000  # rows per statement (and per MySQL transaction) of the workload
 UPDATE_EVERY = 5  # ids divisible by 5 are updated: 20% of the rows
 DELETE_REMAINDER = 1  # ids ending in 1 are deleted: 10% of the rows
 PARALLELISM = 2
-POLL_S = 0.5
+POLL_S = 0.05
 STALL_S = 120.0  # no progress for this long = something is broken
 
 CREATE_TABLE = f"""
@@ -102,6 +104,7 @@ class Workload:
     gtid_before: str = ""
     gtid_after: str = ""
     binlog_bytes: int | None = None
+    start_file: str = ""  # the binlog file the workload starts in
     insert_s: float = 0.0
     update_s: float = 0.0
     delete_s: float = 0.0
@@ -150,6 +153,7 @@ def make_workload(svc: Services, rows: int) -> Workload:
             cur.execute(CREATE_TABLE)
             wl.gtid_before = server.gtid_state(cur)
             start = server.binlog_position(cur)
+            wl.start_file = start[0]
             conn.autocommit(False)
             with Stopwatch() as sw:
                 for lo in range(1, rows + 1, BATCH):
@@ -278,6 +282,36 @@ def _server_cpu(svc: Services) -> dict[str, float | None]:
     return {name: cpu_seconds(pid) for name, pid in svc.pids.items() if pid}
 
 
+class PositionWatch:
+    """The last committed capture position, followed as it is written: one read_committed
+    consumer on the offsets topic, polled briefly (a fresh read of the topic per check took
+    about 0.5 s, which the end-to-end time would include)."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self._topic = topic
+        self._consumer = Consumer({
+            "bootstrap.servers": bootstrap, "group.id": f"bench-watch-{secrets.token_hex(4)}",
+            "enable.auto.commit": False, "isolation.level": "read_committed",
+            "fetch.wait.max.ms": 10, "topic.metadata.refresh.interval.ms": 200,
+        })
+        self._assigned = False
+        self._last: Position | None = None
+
+    def latest(self) -> Position | None:
+        if not self._assigned:
+            if self._topic not in self._consumer.list_topics(timeout=5).topics:
+                return None  # capture has not created it yet
+            self._consumer.assign([TopicPartition(self._topic, 0, OFFSET_BEGINNING)])
+            self._assigned = True
+        for msg in self._consumer.consume(10_000, 0.05):
+            if msg.error() is None and msg.key() == SOURCE_KEY and msg.value() is not None:
+                self._last = Position.from_json(msg.value())
+        return self._last
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
 def count_committed(bootstrap: str, topic: str, timeout_s: float = 120.0) -> int:
     """How many committed records ``topic`` holds (read_committed)."""
     return read_committed(bootstrap, topic, lambda _msg: None, timeout_s)
@@ -291,7 +325,7 @@ def run_capture(
     config = workdir / f"{name}.yaml"
     config.write_text(_pipeline_yaml(svc, wl, name, server_id, workdir / name, table))
     log_file = workdir / f"{name}.log"
-    store = PositionStore({"bootstrap.servers": svc.bootstrap}, f"cdc-ingest.{name}.offsets")
+    watch = PositionWatch(svc.bootstrap, f"cdc-ingest.{name}.offsets")
     server_cpu_before = _server_cpu(svc)
     first_commit: float | None = None
     with log_file.open("ab") as out:
@@ -313,7 +347,7 @@ def run_capture(
                     f"capture exited with {proc.returncode} before reaching "
                     f"{wl.gtid_after}:\n{log_tail(log_file)}"
                 )
-            last = store.load()
+            last = watch.latest()
             now = time.perf_counter()
             if last is not None and first_commit is None:
                 first_commit = now - started
@@ -335,6 +369,7 @@ def run_capture(
         server_cpu_after = _server_cpu(svc)
     finally:
         exit_code = stop_process(proc)
+        watch.close()
     if exit_code != 0:
         raise RuntimeError(f"capture exited with {exit_code} after SIGTERM:\n{log_tail(log_file)}")
     starts_at = _log_time(log_file, f"capture {name} starts at")
@@ -421,6 +456,33 @@ def library_decode(svc: Services, wl: Workload, server_id: int) -> dict[str, Any
     return {"seconds": sw.seconds, "rows": rows, "rows_per_s": rows / sw.seconds}
 
 
+# -- the C reference: mariadb-binlog -vv ----------------------------------------------------
+
+
+def c_reference(svc: Services, wl: Workload, check: bool) -> dict[str, Any] | None:
+    """``mariadb-binlog --read-from-remote-server -vv`` over the workload's GTID range, its
+    text to /dev/null: MariaDB's own C decoder, reading as a replica does. MariaDB only (the
+    GTID range options are MariaDB's). ``check``: a second, untimed run counts its row
+    images, which must be the workload's."""
+    tool = shutil.which("mariadb-binlog")
+    if not svc.server.mariadb or tool is None:
+        return None
+    cmd = [tool, "--read-from-remote-server", f"--host={svc.admin['host']}",
+           f"--port={svc.mysql_port}", f"--user={svc.admin['user']}", "-vv",
+           f"--start-position={wl.gtid_before}", f"--stop-position={wl.gtid_after}",
+           "--to-last-log", wl.start_file]
+    env = {**os.environ, "MYSQL_PWD": str(svc.admin.get("password") or "")}
+    with Stopwatch() as sw:
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                       check=True)
+    if check:
+        out = subprocess.run(cmd, capture_output=True, env=env, check=True).stdout
+        rows = sum(out.count(b"\n### " + kind) for kind in (b"INSERT", b"UPDATE", b"DELETE"))
+        if rows != wl.changes:
+            raise RuntimeError(f"mariadb-binlog printed {rows} row images, want {wl.changes}")
+    return {"seconds": sw.seconds, "rows": wl.changes, "rows_per_s": wl.changes / sw.seconds}
+
+
 # -- c. our decoder alone --------------------------------------------------------------------
 
 
@@ -497,6 +559,14 @@ def measures_of(runs: list[dict[str, Any]], with_ours: bool) -> list[Measure]:
         Measure(lib, "rows/s", samples("library", "rows_per_s"), lib, 0,
                 "BinLogStreamReader, ev.rows of every rows event"),
     ]
+    if any("c_reference" in r for r in runs):
+        c_ref = "mariadb-binlog -vv"
+        out.insert(1, Measure(c_ref, "rows/s", samples("c_reference", "rows_per_s"), lib, 0,
+                              "MariaDB's C decoder, text to /dev/null"))
+        out.insert(2, Measure("capture vs mariadb-binlog", "x",
+                              [r["capture"]["rows_per_s"] / r["c_reference"]["rows_per_s"]
+                               for r in runs if "c_reference" in r], digits=2,
+                              note="capture end-to-end / mariadb-binlog -vv, per repeat"))
     if with_ours:
         out.append(Measure("our decoder alone", "rows/s", samples("ours", "rows_per_s"), lib, 0,
                            "cdc_ingest BinlogReader, no Kafka"))
@@ -516,7 +586,7 @@ def measures_of(runs: list[dict[str, Any]], with_ours: bool) -> list[Measure]:
         Measure("capture startup", "s", samples("capture", "startup_s"), digits=2,
                 note="process start -> 'capture ... starts at' log line"),
         Measure("capture first commit", "s", samples("capture", "first_commit_s"), digits=2,
-                note="process start -> first committed position (0.5 s polls)"),
+                note="process start -> first committed position"),
         Measure("capture CPU", "s", samples("capture", "cpu_s"), digits=1,
                 note="user+system CPU of the capture process, all threads"),
         Measure("capture main-thread CPU", "s", samples("capture", "main_thread_cpu_s"),
@@ -600,6 +670,11 @@ def main(argv: list[str] | None = None) -> int:
                                              args.capture_timeout)
                 log.info("  capture: %.1f s, %.0f rows/s", run["capture"]["seconds"],
                          run["capture"]["rows_per_s"])
+                c_ref = c_reference(svc, wl, check=n == 0)
+                if c_ref is not None:
+                    run["c_reference"] = c_ref
+                    log.info("  mariadb-binlog -vv: %.1f s, %.0f rows/s", c_ref["seconds"],
+                             c_ref["rows_per_s"])
                 run["library"] = library_decode(svc, wl, 6400 + n)
                 log.info("  library decode: %.1f s, %.0f rows/s", run["library"]["seconds"],
                          run["library"]["rows_per_s"])

@@ -18,7 +18,7 @@ from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.stdio cimport snprintf
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
 from cdc_ingest.model.changelog import value_tail
@@ -580,12 +580,30 @@ cdef inline Py_ssize_t _copy_or_null(char *out, Py_ssize_t at, bytes piece):
     return _copy(out, at, piece)
 
 
+cdef extern from "Python.h":
+    const char *PyUnicode_AsUTF8AndSize(object o, Py_ssize_t *size) except NULL
+    long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
+
+
+# bytes a JSON string must escape: control characters, quote, backslash
+cdef inline bint _plain(const unsigned char *s, Py_ssize_t n) noexcept:
+    cdef Py_ssize_t i
+    for i in range(n):
+        if s[i] < 0x20 or s[i] == 0x22 or s[i] == 0x5c:
+            return False
+    return True
+
+
 cdef class RowEncoder:
     """Changelog messages of one table layout's rows, produced straight to Kafka.
 
     The compiled twin of :class:`cdc_ingest.capture.encode.TableEncoder` (same arguments,
-    same bytes): the row dict is built from the decoded values in C, orjson serializes it,
-    and the envelope around it is copied from pieces rendered once.
+    same bytes). A row's JSON object is written here from the decoded values: null, booleans,
+    integers of up to 64 bits and strings with nothing to escape directly; any other value
+    (floats, DECIMAL and JSON fragments, strings to escape, wider integers) through orjson,
+    so each value reads exactly as orjson writes it. Records go to librdkafka through the
+    producer's own ``produce``; a message it refuses (a full queue, an error) goes again
+    through ``send``, which waits for room or reports the error.
     """
 
     cdef tuple names
@@ -596,6 +614,9 @@ cdef class RowEncoder:
     cdef bytes head_i, head_u, head_d
     cdef object dumps
     cdef public object plan     # the KeyPlan, for callers that need key dicts
+    cdef list fields            # b'{"<first>":', then b',"<name>":' for each next column
+    cdef char *buf              # where a row's JSON is written
+    cdef Py_ssize_t cap
 
     def __cinit__(self, tuple names, Py_ssize_t key1, bytes key1_head, key_of,
                   bytes head_i, bytes head_u, bytes head_d, dumps, plan):
@@ -609,31 +630,88 @@ cdef class RowEncoder:
         self.head_d = head_d
         self.dumps = dumps
         self.plan = plan
+        self.fields = [(b"{" if i == 0 else b",") + dumps(name) + b":"
+                       for i, name in enumerate(names)]
+        self.cap = 4096
+        self.buf = <char *>malloc(self.cap)
+        if self.buf == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.buf)
+
+    cdef int _room(self, Py_ssize_t at, Py_ssize_t more) except -1:
+        cdef Py_ssize_t want = at + more
+        cdef char *grown
+        if want <= self.cap:
+            return 0
+        while self.cap < want:
+            self.cap *= 2
+        grown = <char *>realloc(self.buf, self.cap)
+        if grown == NULL:
+            raise MemoryError()
+        self.buf = grown
+        return 0
+
+    cdef Py_ssize_t _put(self, Py_ssize_t at, const char *s, Py_ssize_t n) except -1:
+        self._room(at, n)
+        memcpy(self.buf + at, s, n)
+        return at + n
+
+    cdef Py_ssize_t _put_value(self, Py_ssize_t at, object v) except -1:
+        """``v`` as orjson writes it, at ``at`` in the buffer; returns the new end."""
+        cdef int overflow = 0
+        cdef long long i
+        cdef Py_ssize_t n
+        cdef const char *s
+        cdef bytes out
+        if v is None:
+            return self._put(at, "null", 4)
+        if v is True:
+            return self._put(at, "true", 4)
+        if v is False:
+            return self._put(at, "false", 5)
+        if type(v) is int:
+            i = PyLong_AsLongLongAndOverflow(v, &overflow)
+            if not overflow:
+                self._room(at, 24)
+                return at + snprintf(self.buf + at, 24, "%lld", i)
+        elif type(v) is str:
+            try:
+                s = PyUnicode_AsUTF8AndSize(v, &n)
+            except UnicodeError:
+                s = NULL  # lone surrogates: orjson raises its own error
+            if s != NULL and _plain(<const unsigned char *>s, n):
+                self._room(at, n + 2)
+                self.buf[at] = b'"'
+                memcpy(self.buf + at + 1, s, n)
+                self.buf[at + 1 + n] = b'"'
+                return at + n + 2
+        out = self.dumps(v)
+        return self._put(at, PyBytes_AS_STRING(out), PyBytes_GET_SIZE(out))
 
     cdef bytes _key(self, list row):
-        cdef bytes v
-        cdef bytes out
-        cdef char *p
         cdef Py_ssize_t at
         if self.key1 < 0:
             return self.key_of(row)
-        v = self.dumps(row[self.key1])
-        out = PyBytes_FromStringAndSize_NULL(NULL, PyBytes_GET_SIZE(self.key1_head)
-                                             + PyBytes_GET_SIZE(v) + 1)
-        p = PyBytes_AS_STRING_W(out)
-        at = _copy(p, 0, self.key1_head)
-        at = _copy(p, at, v)
-        p[at] = b'}'
-        return out
+        at = self._put(0, PyBytes_AS_STRING(self.key1_head), PyBytes_GET_SIZE(self.key1_head))
+        at = self._put_value(at, row[self.key1])
+        at = self._put(at, "}", 1)
+        return PyBytes_FromStringAndSize(self.buf, at)
 
     cdef bytes _row_json(self, list row):
-        cdef dict d = {}
-        cdef Py_ssize_t i
+        cdef Py_ssize_t i, at = 0
+        cdef bytes field
         if len(row) != self.ncols:
             raise ValueError(f"row has {len(row)} values for {self.ncols} columns")
         for i in range(self.ncols):
-            d[self.names[i]] = row[i]
-        return self.dumps(d)
+            field = <bytes>self.fields[i]
+            at = self._put(at, PyBytes_AS_STRING(field), PyBytes_GET_SIZE(field))
+            at = self._put_value(at, row[i])
+        if self.ncols == 0:
+            at = self._put(at, "{", 1)
+        at = self._put(at, "}", 1)
+        return PyBytes_FromStringAndSize(self.buf, at)
 
     cdef bytes _value(self, bytes head, bytes key, bytes before, bytes after, bytes tail,
                       long long no):
@@ -659,8 +737,17 @@ cdef class RowEncoder:
         p[at + 1] = b'}'
         return out
 
+    cdef _emit(self, send, produce, topic, bytes value, bytes key, long long ts_ms):
+        if produce is not None:
+            try:
+                produce(topic, value, key, timestamp=ts_ms)
+                return
+            except Exception:
+                pass  # send produces it again, waiting for room or reporting the error
+        send(topic, value, key, ts_ms)
+
     def produce_rows(self, send, topic, str kind, list rows, long long first_no,
-                     str pos_prefix, long long ts_ms, keep):
+                     str pos_prefix, long long ts_ms, keep, produce=None):
         """See :meth:`cdc_ingest.capture.encode.TableEncoder.produce_rows`."""
         cdef bytes tail = value_tail(ts_ms, pos_prefix)
         cdef long long no = first_no - 1
@@ -695,12 +782,12 @@ cdef class RowEncoder:
                     # leave out either half (KEEP_OLD = 1, KEEP_NEW = 2)
                     if halves & 1:
                         value = self._value(self.head_d, old_key, old_json, None, tail, no)
-                        send(topic, value, old_key, ts_ms)
+                        self._emit(send, produce, topic, value, old_key, ts_ms)
                     if halves & 2:
                         value = self._value(self.head_i, key, None, row_json, tail, no)
-                        send(topic, value, key, ts_ms)
+                        self._emit(send, produce, topic, value, key, ts_ms)
                     produced += 1
                     continue
-            send(topic, value, key, ts_ms)
+            self._emit(send, produce, topic, value, key, ts_ms)
             produced += 1
         return produced

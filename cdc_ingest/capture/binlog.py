@@ -42,6 +42,7 @@ from cdc_ingest.capture.decoder import (
 from cdc_ingest.capture.events import BinlogEvent, Ddl, Heartbeat, Rows, TxBegin, TxCommit
 from cdc_ingest.capture.mysql_json import json_text
 from cdc_ingest.capture.partial_rows import PartialJsonError, PartialRows
+from cdc_ingest.capture.socket_reader import SocketReader
 from cdc_ingest.capture.tablemap import CatalogLookup, SchemaCache
 from cdc_ingest.capture.unsupported import partial_json_failed, unsupported_event
 from cdc_ingest.errors import SourceError
@@ -80,8 +81,12 @@ class BinlogReader:
         catalog: CatalogLookup,
         mariadb: bool,
         heartbeat_seconds: float,
+        stopping: Callable[[], bool] | None = None,
     ) -> None:
+        """``stopping``: asked while waiting for the server; when it says so, iterating
+        :meth:`events` raises :class:`ReadStopped`."""
         self._captured = captured
+        self._stopping = stopping
         self._server_id = server_id
         self._explicit_tx = False
         self._gtid: str | None = None  # of the transaction being read, for error messages
@@ -91,6 +96,7 @@ class BinlogReader:
         self._file = start.file or ""
         self.received = False  # whether the server sent anything (the connection worked)
         self._streams = 0
+        self._socket: SocketReader | None = None  # the stream connection's reads
         kwargs: dict[str, Any] = {}
         if start.gtid_set is not None and (start.gtid_set or not start.file):
             kwargs["auto_position"] = start.gtid_set
@@ -139,7 +145,17 @@ class BinlogReader:
             if self._streams > 1:
                 raise BinlogDisconnected("the binlog connection to MySQL broke (the server "
                                          "closed it or went away)")
+            conn = pymysql.connect(**settings)
+            # Nothing is unread after the handshake: its file object can go.
+            conn._rfile.close()
+            conn._rfile = self._socket = SocketReader(conn._sock, stopping=self._stopping)
+            return conn
         return pymysql.connect(**settings)
+
+    def pending(self) -> bool:
+        """Whether more of the binlog has already arrived: False means capture is level
+        with the server (up to the network's delay)."""
+        return self._socket is None or self._socket.pending()
 
     def events(self) -> Iterator[BinlogEvent]:
         try:

@@ -48,6 +48,11 @@ class Checkpoint:
             self._began = time.monotonic()
 
     @property
+    def is_open(self) -> bool:
+        """Whether a Kafka transaction is open (records produced, not yet committed)."""
+        return self._open
+
+    @property
     def full(self) -> bool:
         return self.rows >= self.max_rows
 

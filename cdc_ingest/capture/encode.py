@@ -25,6 +25,9 @@ from cdc_ingest.model.changelog import Op, key_bytes, row_value, value_head, val
 KeyValue = tuple[bytes, bytes]
 # send(topic, value, key, timestamp_ms): one message to Kafka (TransactionalProducer.send)
 Send = Callable[[str, bytes, bytes, int], None]
+# the producer's own produce (TransactionalProducer.raw_produce): a message it refuses
+# (BufferError, KafkaException) is passed to Send, which waits for room or reports the error
+Produce = Callable[..., None]
 # keep(before, after) -> which halves of a row change to write: KEEP_OLD (the before
 # image's key: a delete, or the -D of a key-changing update), KEEP_NEW (the after image's
 # key: an insert, or the +I of a key change), both (KEEP_ALL), or neither (0). An update
@@ -131,10 +134,12 @@ class TableEncoder:
         return key_bytes(self.plan.key(row))
 
     def produce_rows(self, send: Send, topic: str, kind: str, rows: list[RowPair],
-                     first_no: int, pos_prefix: str, ts_ms: int, keep: Keep | None) -> int:
+                     first_no: int, pos_prefix: str, ts_ms: int, keep: Keep | None,
+                     produce: Produce | None = None) -> int:
         """Send ``rows`` (the ``first_no``-th row of its transaction first); what ``keep``
         refuses is left out (of a key-changing update, each half on its own). Returns how
-        many rows were sent."""
+        many rows were sent. ``produce``: librdkafka's own call, which the compiled encoder
+        tries first (this one always sends)."""
         dumps = orjson.dumps
         names = self.names
         key_of = self.key
@@ -192,11 +197,12 @@ class Projected:
         return None if row is None else [None if i is None else row[i] for i in self._indexes]
 
     def produce_rows(self, send: Send, topic: str, kind: str, rows: list[RowPair],
-                     first_no: int, pos_prefix: str, ts_ms: int, keep: Keep | None) -> int:
+                     first_no: int, pos_prefix: str, ts_ms: int, keep: Keep | None,
+                     produce: Produce | None = None) -> int:
         project = self._row
         return self.inner.produce_rows(send, topic, kind,
                                        [(project(b), project(a)) for b, a in rows],
-                                       first_no, pos_prefix, ts_ms, keep)
+                                       first_no, pos_prefix, ts_ms, keep, produce)
 
 
 def pinned_schema(schema: TableSchema, columns: list[str]) -> tuple[TableSchema,

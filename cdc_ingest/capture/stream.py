@@ -29,6 +29,7 @@ from cdc_ingest.capture.resume import Transactions, same_server
 from cdc_ingest.capture.schema import TableSchema
 from cdc_ingest.capture.schemas import RekeyNeeded, SchemaGuard
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
+from cdc_ingest.capture.socket_reader import ReadStopped
 from cdc_ingest.errors import SourceError, SourceUnavailable
 from cdc_ingest.kafka import TransactionalProducer
 from cdc_ingest.model import Position
@@ -79,6 +80,8 @@ class BinlogPhase:
                     same_server(self._filter.state, self._catalog)
                 self._consume(reader)
                 break
+            except ReadStopped:
+                break  # asked to stop while the binlog was quiet
             except ReplicaTakenOver:
                 # Usually a second capture of this pipeline: Kafka fencing is the authority,
                 # and committing (even an unchanged position) raises FencedError if that is it.
@@ -128,6 +131,7 @@ class BinlogPhase:
 
     def _consume(self, reader: BinlogReader) -> None:
         checkpoint = self._checkpoint
+        ended = False  # the event just handled ended a MySQL transaction
         for ev in reader.events():
             if isinstance(ev, Rows):
                 self._on_rows(ev)
@@ -135,12 +139,24 @@ class BinlogPhase:
                 self._on_begin(ev)
             elif isinstance(ev, TxCommit):
                 self._on_commit(ev.file, ev.pos, ev.ts)
+                ended = True
             elif isinstance(ev, Ddl):
                 self._on_ddl(ev)
                 if ev.ends_tx:
                     self._on_commit(ev.file, ev.pos, ev.ts)
+                    ended = True
             elif isinstance(ev, Heartbeat) and self._tx.current is None:
                 checkpoint.position = replace(checkpoint.position, file=ev.file, pos=ev.pos)
+            if ended:
+                ended = False
+                # Level with the server: what was read becomes visible now rather than at
+                # the next event, heartbeat or max-interval; so does the end of a MySQL
+                # transaction whose rows an earlier commit (max-rows) already holds. While
+                # the binlog keeps coming (catching up, steady load) this does not fire, so
+                # transactions stay large.
+                if ((checkpoint.is_open or checkpoint.committed.rows_done)
+                        and not reader.pending()):
+                    checkpoint.commit()
             checkpoint.maybe_commit()
             self._progress.maybe_log(checkpoint.committed)
             if self._stopping():
@@ -164,12 +180,13 @@ class BinlogPhase:
         before_event, i = self._tx.rows_event(len(rows))
         keep = self._keep(ev, encoder.plan)
         ts_ms = ev.ts * 1000
-        send = self._producer.send
+        send, produce = self._producer.send, self._producer.raw_produce
         while i < len(rows):
             checkpoint.open()
             take = min(len(rows) - i, checkpoint.max_rows - checkpoint.rows)
             produced = encoder.produce_rows(send, self._topic, ev.kind, rows[i:i + take],
-                                            before_event + i + 1, prefix, ts_ms, keep)
+                                            before_event + i + 1, prefix, ts_ms, keep,
+                                            produce)
             i += take
             checkpoint.rows += produced
             self._progress.rows += produced

@@ -144,7 +144,9 @@ class MySqlSourceDef(ConfigModel):
         "memory of an open transaction and how often capture waits for a commit")
     capture_transaction_max_interval: PositiveDuration = Field(
         timedelta(seconds=1), alias="capture.transaction.max-interval",
-        description="longest a Kafka transaction of the changelog stays open (our option)")
+        description="longest a Kafka transaction of the changelog stays open while the "
+        "binlog keeps coming; at the end of a MySQL transaction with nothing more arrived, "
+        "capture commits at once (our option)")
 
     @property
     def server_id_first(self) -> int:

@@ -141,6 +141,10 @@ def _consumer(config: dict[str, Any], isolation: str) -> Consumer:
             "isolation.level": isolation,
             "auto.offset.reset": "earliest",
             "enable.partition.eof": True,
+            # A read ends at a partition's end, which it learns from a fetch that finds
+            # nothing more; the broker holds such a fetch this long (librdkafka's default
+            # 500 ms: half a second per read of a topic that ends in a commit marker).
+            "fetch.wait.max.ms": 10,
         }
     )
 

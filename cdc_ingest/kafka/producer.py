@@ -48,6 +48,13 @@ class _Sender:
     _producer: Producer
     _name: str
 
+    @property
+    def raw_produce(self) -> Any:
+        """librdkafka's produce itself, for a hot loop that hands any message it refuses
+        (``BufferError``, ``KafkaException``) to :meth:`send`, which waits for room or
+        reports the error: one Python call less per message."""
+        return self._producer.produce
+
     def send(self, topic: str, value: bytes | None, key: bytes | None = None,
              timestamp: int = 0, headers: list[tuple[str, bytes]] | None = None,
              partition: int = -1) -> None:

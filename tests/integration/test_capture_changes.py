@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from cdc_ingest.capture.positions import PositionStore
 from tests.conftest import admin_conn
 from tests.integration.flavors import Source
 from tests.integration.pipeline_helpers import (
@@ -173,3 +174,52 @@ def test_configured_key_columns_and_a_prefix_primary_key_key_binlog_rows(
         ("p", '{"name":"alpha","v":1}'): [("+I", 1), ("-D", None)],
         ("p", '{"name":"alps","v":1}'): [("+I", 1)],
     }
+
+
+def test_caught_up_capture_commits_at_once_not_at_the_next_event(
+    source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
+) -> None:
+    """Level with the server at the end of a MySQL transaction, capture commits then: with
+    heartbeats and max-interval five minutes away, a lone change is in the changelog within
+    seconds, and so is the end of a transaction whose first rows max-rows committed (the
+    committed position no longer points inside it). SIGTERM then stops it at once, though
+    the server sends nothing for minutes."""
+    db = fresh_source_db
+    conn = admin_conn(source, db)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+    name = f"idle-{db}"
+    config = write_pipeline(
+        tmp_path / f"{name}.yaml", source, kafka, name, f"{db}.t",
+        source={"scan.startup.mode": "specific-offset",
+                "scan.startup.specific-offset.gtid-set": gtid_now(source),
+                "heartbeat.interval": "300s", "capture.transaction.max-interval": "300s",
+                "capture.transaction.max-rows": 10},
+    )
+    log = tmp_path / "capture.log"
+    proc = start_capture(config, log)
+    store = PositionStore({"bootstrap.servers": kafka.bootstrap}, f"cdc-ingest.{name}.offsets")
+    try:
+        with conn.cursor() as cur:
+            cur.execute("INSERT INTO t VALUES (1, 1)")
+        conn.commit()
+        lone = wait_for(lambda: rows_of(changelog(kafka, name)), timeout=45,
+                        what="the lone insert, with no event after it")
+        assert [(r["op"], r["after"]) for r in lone] == [("+I", {"id": 1, "v": 1})]
+        before = store.load()
+        assert before is not None and before.rows_done == 0, before
+
+        with conn.cursor() as cur:  # 25 rows, one transaction: commits at 10, 20 and its end
+            cur.execute("INSERT INTO t SELECT id + 100, id FROM t")
+            cur.executemany("INSERT INTO t VALUES (%s, %s)", [(i, i) for i in range(2, 26)])
+        conn.commit()
+        rows = wait_for(lambda: (r := rows_of(changelog(kafka, name))) and len(r) >= 26 and r,
+                        timeout=45, what="the 25-row transaction")
+        assert len(rows) == 26
+        position = wait_for(
+            lambda: (p := store.load()) and p.gtid_set != before.gtid_set and p,
+            timeout=45, what="a committed position past the 25-row transaction")
+        # its end, not a point inside it (rows 20 of 25)
+        assert position.rows_done == 0 and position.tx_gtid is None, position
+    finally:
+        assert stop(proc) == 0, log.read_text()

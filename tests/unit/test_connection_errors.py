@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import socket
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from cdc_ingest.capture import binlog
 from cdc_ingest.capture.binlog_errors import BinlogDisconnected, stream_error
+from cdc_ingest.capture.socket_reader import SocketReader
 from cdc_ingest.errors import TRANSIENT_EXIT_CODE, PositionPurgedError, SourceUnavailable
 from cdc_ingest.model import Position
 from cdc_ingest.mysql.connection import ConnectionSettings, connect, retry_delay
@@ -48,11 +51,13 @@ def test_the_library_may_not_reconnect_the_stream_on_its_own(
     """It would resume after the last whole transaction it sent, so the rows of the one
     capture is inside would come twice: the second stream connection is refused."""
     opened: list[dict[str, Any]] = []
-    monkeypatch.setattr(binlog.pymysql, "connect", lambda **kw: opened.append(kw) or object())
+    monkeypatch.setattr(binlog.pymysql, "connect", lambda **kw: opened.append(kw) or
+                        SimpleNamespace(_rfile=io.BytesIO(), _sock=None))
     reader = binlog.BinlogReader(ConnectionSettings("127.0.0.1", 1, "cdc", "x"), 7,
                                  Position(gtid_set="0-1-5"), lambda db, t: True,
                                  lambda db, t: (frozenset(), (), False), True, 1.0)
-    reader._connect(host="h")  # the stream
+    stream = reader._connect(host="h")  # the stream: read through a SocketReader
+    assert isinstance(stream._rfile, SocketReader)
     reader._connect(host="h", db="information_schema")  # the library's control connection
     reader._connect(host="h", db="information_schema")
     with pytest.raises(BinlogDisconnected):
