@@ -42,7 +42,7 @@ from cdc_ingest.capture.decoder import (
 from cdc_ingest.capture.events import BinlogEvent, Ddl, Heartbeat, Rows, TxBegin, TxCommit
 from cdc_ingest.capture.mysql_json import json_text
 from cdc_ingest.capture.partial_rows import PartialJsonError, PartialRows
-from cdc_ingest.capture.socket_reader import SocketReader
+from cdc_ingest.capture.socket_reader import Idle, SocketReader
 from cdc_ingest.capture.tablemap import CatalogLookup, SchemaCache
 from cdc_ingest.capture.unsupported import partial_json_failed, unsupported_event
 from cdc_ingest.errors import SourceError
@@ -82,11 +82,14 @@ class BinlogReader:
         mariadb: bool,
         heartbeat_seconds: float,
         stopping: Callable[[], bool] | None = None,
+        idle: Idle | None = None,
     ) -> None:
-        """``stopping``: asked while waiting for the server; when it says so, iterating
-        :meth:`events` raises :class:`ReadStopped`."""
+        """While waiting for the server, ``idle`` is called (capture has read all it sent)
+        and ``stopping`` asked; when it says so, iterating :meth:`events` raises
+        :class:`~cdc_ingest.capture.socket_reader.ReadStopped`."""
         self._captured = captured
         self._stopping = stopping
+        self._idle = idle
         self._server_id = server_id
         self._explicit_tx = False
         self._gtid: str | None = None  # of the transaction being read, for error messages
@@ -96,7 +99,6 @@ class BinlogReader:
         self._file = start.file or ""
         self.received = False  # whether the server sent anything (the connection worked)
         self._streams = 0
-        self._socket: SocketReader | None = None  # the stream connection's reads
         kwargs: dict[str, Any] = {}
         if start.gtid_set is not None and (start.gtid_set or not start.file):
             kwargs["auto_position"] = start.gtid_set
@@ -148,14 +150,10 @@ class BinlogReader:
             conn = pymysql.connect(**settings)
             # Nothing is unread after the handshake: its file object can go.
             conn._rfile.close()
-            conn._rfile = self._socket = SocketReader(conn._sock, stopping=self._stopping)
+            conn._rfile = SocketReader(conn._sock, stopping=self._stopping, idle=self._idle)
             return conn
         return pymysql.connect(**settings)
 
-    def pending(self) -> bool:
-        """Whether more of the binlog has already arrived: False means capture is level
-        with the server (up to the network's delay)."""
-        return self._socket is None or self._socket.pending()
 
     def events(self) -> Iterator[BinlogEvent]:
         try:

@@ -53,6 +53,11 @@ class Checkpoint:
         return self._open
 
     @property
+    def last_commit(self) -> float:
+        """``time.monotonic()`` of the last commit (or of the start)."""
+        return self._last_commit
+
+    @property
     def full(self) -> bool:
         return self.rows >= self.max_rows
 

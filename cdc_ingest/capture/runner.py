@@ -126,7 +126,8 @@ class Capture:
         def open_reader(at: Position) -> BinlogReader:
             return BinlogReader(o.connection, o.server_id, at, o.captured, self._table_facts,
                                 self._catalog.is_mariadb,
-                                min(o.heartbeat_s, max(o.max_interval_s, 1.0)), self.stopping)
+                                min(o.heartbeat_s, max(o.max_interval_s, 1.0)), self.stopping,
+                                stream.idle)
 
         log.info("capture %s starts at %s (row decoder: %s)", o.pipeline,
                  start.describe() or "binlog head", decoder_kind())

@@ -1,15 +1,14 @@
-"""The binlog stream connection's reads, with whether more is already waiting.
+"""The binlog stream connection's reads, and what capture does while the server is quiet.
 
-PyMySQL reads a connection through ``sock.makefile("rb")``, which cannot say whether bytes
-are waiting without blocking for them. Capture needs to know: when nothing more of the
-binlog has arrived after a MySQL transaction ends, it has caught up with the server and
-commits the open Kafka transaction at once instead of holding the records until the next
-event, heartbeat or ``capture.transaction.max-interval`` (cdc_ingest.capture.stream).
+PyMySQL reads a connection through ``sock.makefile("rb")``, which blocks until bytes come.
 :class:`SocketReader` takes the place of that file object on the stream connection: the same
-``read(n)`` (short only at end of stream, errors and timeouts as the socket raises them,
-which PyMySQL turns into its lost-connection error), plus :meth:`pending`. While it waits for
-the server it asks ``stopping`` four times a second and raises :class:`ReadStopped` when it
-says so: a stop request is not held up until the next event or heartbeat.
+``read(n)`` (short only at the end of the stream; errors and timeouts as the socket raises
+them, which PyMySQL turns into its lost-connection error), and while a read waits for the
+server it calls two hooks: ``idle`` (capture has everything the server sent: it commits what
+it read, cdc_ingest.capture.stream), and ``stopping``, four times a second (when it says so
+the read raises :class:`ReadStopped`, so a stop request is not held up until the next event
+or heartbeat). A hook runs between two binlog events as capture sees them: the event before
+is fully handled, the next one not begun.
 """
 
 from __future__ import annotations
@@ -23,6 +22,9 @@ from collections.abc import Callable
 BUFFER_BYTES = 256 << 10  # one receive; a rows event is about 8 KiB (binlog_row_event_max_size)
 STOP_CHECK_S = 0.25  # how often a wait for the server asks whether to stop
 
+# idle() -> seconds until it wants to be called again while the wait goes on, or None
+Idle = Callable[[], float | None]
+
 
 class ReadStopped(Exception):
     """Stop was requested while waiting for the server (not an OSError: PyMySQL passes it
@@ -30,12 +32,14 @@ class ReadStopped(Exception):
 
 
 class SocketReader:
-    __slots__ = ("_buf", "_end", "_sock", "_start", "_stopping", "_view")
+    __slots__ = ("_buf", "_end", "_hooked", "_idle", "_sock", "_start", "_stopping", "_view")
 
     def __init__(self, sock: socket.socket, size: int = BUFFER_BYTES,
-                 stopping: Callable[[], bool] | None = None) -> None:
+                 stopping: Callable[[], bool] | None = None, idle: Idle | None = None) -> None:
         self._sock = sock
         self._stopping = stopping
+        self._idle = idle
+        self._hooked = stopping is not None or idle is not None
         self._buf = bytearray(size)
         self._view = memoryview(self._buf)
         self._start = 0  # next unread byte
@@ -63,7 +67,7 @@ class SocketReader:
         """Receive into ``view`` until at least ``need`` bytes or the end of the stream."""
         got = 0
         while got < need:
-            if self._stopping is not None:
+            if self._hooked:
                 self._wait_readable()
             n = self._sock.recv_into(view[got:])
             if n == 0:
@@ -72,14 +76,20 @@ class SocketReader:
         return got
 
     def _wait_readable(self) -> None:
-        """Until the socket has bytes (or is closed), asking ``stopping`` meanwhile; the
+        """Until the socket has bytes (or is closed), calling the hooks meanwhile; the
         socket's own timeout, if any, still applies."""
         timeout = self._sock.gettimeout()
         deadline = None if timeout is None else time.monotonic() + timeout
+        again: float | None = None  # when idle() wants to be called again
         while not self._readable(0):
             if self._stopping is not None and self._stopping():
                 raise ReadStopped("stop requested while waiting for the binlog")
-            wait = STOP_CHECK_S
+            now = time.monotonic()
+            if self._idle is not None and (again is None or now >= again):
+                later = self._idle()
+                again = None if later is None else time.monotonic() + later
+            wait = STOP_CHECK_S if again is None else max(0.0, min(STOP_CHECK_S,
+                                                                    again - now))
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -96,10 +106,6 @@ class SocketReader:
         except (OSError, ValueError):  # closed: the read reports it
             return True
         return bool(readable)
-
-    def pending(self) -> bool:
-        """Whether a read would find bytes without waiting for the server."""
-        return self._end > self._start or self._readable(0)
 
     def close(self) -> None:
         """PyMySQL closes the socket itself; nothing else is held."""

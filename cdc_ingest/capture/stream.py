@@ -39,6 +39,10 @@ from cdc_ingest.mysql.connection import retry_delay
 
 log = logging.getLogger(__name__)
 
+# Least time between two commits made because the binlog went quiet (BinlogPhase.idle): the
+# most it adds to a change's latency, and at most 20 such Kafka transactions a second.
+IDLE_COMMIT_GAP_S = 0.05
+
 # Re-keys a table in place and returns the chunk filter to go on with (capture/rekey.py)
 Rekey = Callable[[RekeyNeeded, ChunkFilter | None], ChunkFilter | None]
 
@@ -131,7 +135,6 @@ class BinlogPhase:
 
     def _consume(self, reader: BinlogReader) -> None:
         checkpoint = self._checkpoint
-        ended = False  # the event just handled ended a MySQL transaction
         for ev in reader.events():
             if isinstance(ev, Rows):
                 self._on_rows(ev)
@@ -139,28 +142,35 @@ class BinlogPhase:
                 self._on_begin(ev)
             elif isinstance(ev, TxCommit):
                 self._on_commit(ev.file, ev.pos, ev.ts)
-                ended = True
             elif isinstance(ev, Ddl):
                 self._on_ddl(ev)
                 if ev.ends_tx:
                     self._on_commit(ev.file, ev.pos, ev.ts)
-                    ended = True
             elif isinstance(ev, Heartbeat) and self._tx.current is None:
                 checkpoint.position = replace(checkpoint.position, file=ev.file, pos=ev.pos)
-            if ended:
-                ended = False
-                # Level with the server: what was read becomes visible now rather than at
-                # the next event, heartbeat or max-interval; so does the end of a MySQL
-                # transaction whose rows an earlier commit (max-rows) already holds. While
-                # the binlog keeps coming (catching up, steady load) this does not fire, so
-                # transactions stay large.
-                if ((checkpoint.is_open or checkpoint.committed.rows_done)
-                        and not reader.pending()):
-                    checkpoint.commit()
             checkpoint.maybe_commit()
             self._progress.maybe_log(checkpoint.committed)
             if self._stopping():
                 break
+
+    def idle(self) -> float | None:
+        """The reader has everything the server sent and waits for more (a hook of
+        :class:`~cdc_ingest.capture.socket_reader.SocketReader`, between two events). At the
+        end of a MySQL transaction, commit what was read: a quiet binlog's changes become
+        visible now, not at the next event, heartbeat or max-interval, and so does the end of
+        a transaction an earlier commit (max-rows) holds part of. At most one such commit
+        every IDLE_COMMIT_GAP_S: a binlog of many small transactions that capture keeps up
+        with would otherwise be a Kafka transaction each. Returns when to be asked again."""
+        checkpoint = self._checkpoint
+        if self._tx.current is not None:
+            return None  # inside a MySQL transaction: its end comes, or max-interval
+        if not (checkpoint.is_open or checkpoint.committed.rows_done):
+            return None
+        wait = IDLE_COMMIT_GAP_S - (time.monotonic() - checkpoint.last_commit)
+        if wait > 0:
+            return wait
+        checkpoint.commit()
+        return None
 
     def _on_begin(self, ev: TxBegin) -> None:
         self._tx.begin(ev)

@@ -145,8 +145,8 @@ class MySqlSourceDef(ConfigModel):
     capture_transaction_max_interval: PositiveDuration = Field(
         timedelta(seconds=1), alias="capture.transaction.max-interval",
         description="longest a Kafka transaction of the changelog stays open while the "
-        "binlog keeps coming; at the end of a MySQL transaction with nothing more arrived, "
-        "capture commits at once (our option)")
+        "binlog keeps coming; when it has read all the server sent, capture commits at the "
+        "end of the MySQL transaction, at most once every 50 ms (our option)")
 
     @property
     def server_id_first(self) -> int:

@@ -46,17 +46,25 @@ def test_a_read_larger_than_the_buffer_arrives_whole(
     sender.join()
 
 
-def test_pending_says_whether_bytes_wait(pair: tuple[socket.socket, socket.socket]) -> None:
+def test_idle_is_called_only_while_waiting_for_the_server_and_when_it_asks(
+        pair: tuple[socket.socket, socket.socket]) -> None:
     ours, server = pair
-    reader = SocketReader(ours, size=64)
-    assert not reader.pending()
+    ours.settimeout(None)
+    calls: list[float] = []
+
+    def idle() -> float | None:
+        calls.append(time.monotonic())
+        return 0.05 if len(calls) == 1 else None  # "ask me again in 50 ms", then done
+
+    reader = SocketReader(ours, size=64, idle=idle)
     server.sendall(b"abcdef")
-    time.sleep(0.05)  # on the socket now, not read yet
-    assert reader.pending()
-    assert reader.read(2) == b"ab"
-    assert reader.pending()  # the rest is in the buffer
-    assert reader.read(4) == b"cdef"
-    assert not reader.pending()
+    time.sleep(0.05)
+    assert reader.read(2) == b"ab" and reader.read(4) == b"cdef"
+    assert calls == []  # bytes were at hand: no wait, no call
+    threading.Timer(0.4, lambda: server.sendall(b"g")).start()
+    assert reader.read(1) == b"g"
+    # called when the wait began, again 50 ms later as asked, then at the stop checks only
+    assert len(calls) >= 2 and 0.04 <= calls[1] - calls[0] < 0.2, calls
 
 
 def test_end_of_stream_gives_a_short_read(pair: tuple[socket.socket, socket.socket]) -> None:
