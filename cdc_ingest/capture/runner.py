@@ -157,13 +157,14 @@ class Capture:
     def _prepare_topics(self) -> int:
         """The changelog and the internal topics exist; returns the changelog's partitions."""
         admin = TopicAdmin(self.o.kafka, first_contact_s=FIRST_CONTACT_S)
-        admin.ensure(TopicSpec(self.o.changelog_topic, self.o.partitions,
-                               self.o.replication_factor,
-                               {"max.message.bytes": str(self._max_message_bytes)}))
-        for internal in (self.o.offsets_topic, self.o.schema_topic, self.o.signal_topic):
-            admin.ensure(TopicSpec(internal, 1, self.o.replication_factor,
-                                   {"cleanup.policy": "compact"}))
-        return admin.partitions(self.o.changelog_topic) or self.o.partitions
+        counts = admin.ensure_all([
+            TopicSpec(self.o.changelog_topic, self.o.partitions, self.o.replication_factor,
+                      {"max.message.bytes": str(self._max_message_bytes)}),
+            *(TopicSpec(internal, 1, self.o.replication_factor, {"cleanup.policy": "compact"})
+              for internal in (self.o.offsets_topic, self.o.schema_topic,
+                               self.o.signal_topic)),
+        ])
+        return counts[self.o.changelog_topic]
 
 
 def install_signal_handlers(capture: Capture) -> None:

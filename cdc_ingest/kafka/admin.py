@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from cdc_ingest.kafka.errors import KafkaClientError
@@ -64,23 +64,53 @@ class TopicAdmin:
 
     def ensure(self, spec: TopicSpec) -> int:
         """Create the topic if missing; return its partition count."""
-        existing = self.partitions(spec.name)
-        if existing is not None:
-            return existing
-        futures = self._admin.create_topics(
-            [NewTopic(spec.name, spec.partitions, spec.replication_factor, config=spec.config)]
-        )
-        try:
-            futures[spec.name].result(self._timeout)
-            log.info("created topic %s %s", spec.name, spec.config or "")
-        except KafkaException as exc:
-            err = exc.args[0] if exc.args else None
-            if not (isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS):
-                raise KafkaClientError(
-                    f"cannot create topic {spec.name}: {err}. Fix: create it yourself or grant "
-                    "CREATE on the cluster to this client."
-                ) from exc
-        return self.partitions(spec.name) or spec.partitions
+        return self.ensure_all([spec])[spec.name]
+
+    def ensure_all(self, specs: list[TopicSpec]) -> dict[str, int]:
+        """Create the topics that are missing, in one request; each one's partition count
+        by name. Three round trips whatever the number of topics (a process starting
+        creates four)."""
+        counts = self._counts([s.name for s in specs])
+        missing = [s for s in specs if counts.get(s.name) is None]
+        if not missing:
+            return {name: n for name, n in counts.items() if n is not None}
+        futures = self._admin.create_topics([
+            NewTopic(s.name, s.partitions, s.replication_factor, config=s.config)
+            for s in missing])
+        for spec in missing:
+            try:
+                futures[spec.name].result(self._timeout)
+                log.info("created topic %s %s", spec.name, spec.config or "")
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                if not (isinstance(err, KafkaError)
+                        and err.code() == KafkaError.TOPIC_ALREADY_EXISTS):
+                    raise KafkaClientError(
+                        f"cannot create topic {spec.name}: {err}. Fix: create it yourself or "
+                        "grant CREATE on the cluster to this client."
+                    ) from exc
+        counts = self._counts([s.name for s in specs])
+        return {s.name: counts.get(s.name) or s.partitions for s in specs}
+
+    def _counts(self, topics: list[str]) -> dict[str, int | None]:
+        """Partition count of each of ``topics`` (None: it does not exist), in one request
+        when there are several."""
+        if len(topics) == 1:
+            return {topics[0]: self.partitions(topics[0])}
+        wait = self._timeout if self._reached else min(self._timeout, self._first)
+        futures = self._admin.describe_topics(TopicCollection(topics), request_timeout=wait)
+        out: dict[str, int | None] = {}
+        for topic in topics:
+            try:
+                out[topic] = len(futures[topic].result().partitions)
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                if not (isinstance(err, KafkaError)
+                        and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+                    raise unreachable(self._bootstrap, f"describe topic {topic}", exc) from exc
+                out[topic] = None
+        self._reached = True
+        return out
 
     def topic_config(self, topic: str) -> dict[str, str]:
         resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
