@@ -49,3 +49,17 @@ def test_a_settled_read_waits_for_open_transactions_below_the_end(kafka: Any) ->
     finally:
         first.close()
         held.flush(5)
+
+
+def test_topics_missing_are_created_together_and_existing_ones_counted(kafka: Any) -> None:
+    config = {"bootstrap.servers": kafka.bootstrap}
+    base = f"ensure-{uuid.uuid4().hex[:8]}"
+    admin = TopicAdmin(config)
+    admin.ensure(TopicSpec(f"{base}.old", 3, 1, {}))  # exists, with more partitions than asked
+    specs = [TopicSpec(f"{base}.old", 1, 1, {}), TopicSpec(f"{base}.new", 2, 1, {}),
+             TopicSpec(f"{base}.compact", 1, 1, {"cleanup.policy": "compact"})]
+    assert admin.ensure_all(specs) == {f"{base}.old": 3, f"{base}.new": 2,
+                                       f"{base}.compact": 1}
+    assert admin.topic_config(f"{base}.compact")["cleanup.policy"] == "compact"
+    assert TopicAdmin(config).ensure_all(specs) == {f"{base}.old": 3, f"{base}.new": 2,
+                                                    f"{base}.compact": 1}
