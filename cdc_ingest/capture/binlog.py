@@ -154,7 +154,6 @@ class BinlogReader:
             return conn
         return pymysql.connect(**settings)
 
-
     def events(self) -> Iterator[BinlogEvent]:
         try:
             for ev in self._stream:

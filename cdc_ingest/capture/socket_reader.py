@@ -7,8 +7,9 @@ them, which PyMySQL turns into its lost-connection error), and while a read wait
 server it calls two hooks: ``idle`` (capture has everything the server sent: it commits what
 it read, cdc_ingest.capture.stream), and ``stopping``, four times a second (when it says so
 the read raises :class:`ReadStopped`, so a stop request is not held up until the next event
-or heartbeat). A hook runs between two binlog events as capture sees them: the event before
-is fully handled, the next one not begun.
+or heartbeat). A hook runs while capture waits for bytes, sometimes in the middle of an
+event's packet, but always after the last event capture handled and before the next: the
+position capture holds is exact then.
 """
 
 from __future__ import annotations
