@@ -85,6 +85,14 @@ def snapshot_value(db: str, table: str, pk: dict[str, Any], row: dict[str, Any],
     return row_value(Op.INSERT, db, table, pk, None, row, ts_ms, SNAPSHOT_POS, layout)
 
 
+def snapshot_parts(db: str, table: str, ts_ms: int, layout: str | None = None
+                   ) -> tuple[bytes, bytes, bytes]:
+    """The parts of a snapshot row's value around its key and row JSON: ``head + key + mid +
+    row + tail`` is :func:`snapshot_value` of the same row, byte for byte."""
+    return (value_head(Op.INSERT, db, table, layout), b',"before":null,"after":',
+            b',"ts_ms":%d,"pos":%b}' % (ts_ms, orjson.dumps(SNAPSHOT_POS)))
+
+
 def ddl_value(db: str, table: str, sql: str, ts_ms: int, pos: str, action: str,
               key: list[str] | None = None) -> bytes:
     """A DDL record's value (it has no key; it goes to every partition). ``action`` is what

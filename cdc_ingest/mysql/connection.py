@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -130,18 +131,27 @@ def stream_rows(conn: pymysql.Connection, sql: str, args: Any, fetch: int,
                 what: str) -> Iterator[tuple[Any, ...]]:
     """Rows of a SELECT streamed with a server-side cursor (a table may not fit in memory);
     a failure names ``what`` was read and how to fix it."""
-    cursor = conn.cursor(pymysql.cursors.SSCursor)
+    with reading(what):
+        cursor = conn.cursor(pymysql.cursors.SSCursor)
+        try:
+            cursor.execute(sql, args)
+            while batch := cursor.fetchmany(fetch):
+                yield from batch
+        finally:
+            cursor.close()
+
+
+@contextmanager
+def reading(what: str) -> Iterator[None]:
+    """A failed read of ``what`` as :class:`SourceUnavailable` (the server went away) or
+    :class:`SourceError` with the fix."""
     try:
-        cursor.execute(sql, args)
-        while batch := cursor.fetchmany(fetch):
-            yield from batch
+        yield
     except pymysql.MySQLError as exc:
         if went_away(exc):
             raise unavailable(f"reading {what}", exc) from exc
         raise SourceError(f"reading {what} failed: {exc}. Fix: check that the user may "
                           "SELECT it and that the server is reachable.") from exc
-    finally:
-        cursor.close()
 
 
 def query_rows(conn: pymysql.Connection, sql: str,

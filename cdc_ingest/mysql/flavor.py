@@ -70,7 +70,8 @@ class Flavor:
             query("START TRANSACTION WITH CONSISTENT SNAPSHOT")
             yield query, self._view_position(query) if self.mariadb else None
         finally:
-            query("COMMIT")
+            if conn.open:  # a read that failed may have closed it: its transaction is gone
+                query("COMMIT")
 
     @staticmethod
     def _view_position(query: Query) -> tuple[str, int]:

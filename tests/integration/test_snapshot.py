@@ -25,6 +25,7 @@ from tests.integration.pipeline_helpers import (
 )
 
 ROWS = 1_000_000
+CHUNK = 2048  # rows a snapshot chunk
 
 
 def _fill(conn: Any, table: str, rows: int) -> None:
@@ -104,7 +105,9 @@ def test_snapshot_under_writes_and_sigkills_is_exact(
     name = f"snap-{fresh_db}"
     config = write_pipeline(
         tmp_path / "snap.yaml", source, kafka, name, rf"{fresh_db}.big",
-        source={"scan.startup.mode": "initial"},
+        # small chunks: 489 of them, so all three kills land inside the snapshot
+        source={"scan.startup.mode": "initial",
+                "scan.incremental.snapshot.chunk.size": CHUNK},
     )
     log = tmp_path / "capture.log"
     writer = Writer(source.admin, fresh_db, "big", ROWS, seed, rate=400)
@@ -116,7 +119,7 @@ def test_snapshot_under_writes_and_sigkills_is_exact(
             reads = log.read_text().count("snapshot chunk of")
             wait_for(lambda r=reads: log.read_text().count("snapshot chunk of") >= r + 20,
                      timeout=120, what="20 more chunks")
-            time.sleep(rng.uniform(0, 1.5))
+            time.sleep(rng.uniform(0, 0.3))
             proc.send_signal(signal.SIGKILL)
             proc.wait(30)
             proc = start_capture(config, log)
@@ -133,7 +136,7 @@ def test_snapshot_under_writes_and_sigkills_is_exact(
         assert stop(proc) == 0, log.read_text()[-3000:]
 
     text = log.read_text()
-    chunks = -(-ROWS // 8096)
+    chunks = -(-ROWS // CHUNK)
     reads = text.count("snapshot chunk of")
     # finished chunks are never read again: at most one chunk re-read per kill
     assert chunks <= reads <= chunks + 3 + 2, (reads, chunks)

@@ -19,7 +19,7 @@ from cdc_ingest.capture.snapshot.progress import SnapshotProgress
 from cdc_ingest.capture.snapshot.reader import Snapshotter
 from cdc_ingest.capture.snapshot.state import Chunk, ChunkRows, SnapshotState
 from cdc_ingest.kafka import TransactionalProducer
-from cdc_ingest.model.changelog import REKEY_CUT, RESNAPSHOT, ddl_value, snapshot_value
+from cdc_ingest.model.changelog import REKEY_CUT, RESNAPSHOT, ddl_value, snapshot_parts
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +51,10 @@ class SnapshotPhase:
         for i in range(parallelism):
             readers.put(snapshotter(self._o, i))  # the planner's connection stays its own
 
-        def read(chunk: Chunk) -> ChunkRows:
+        def read(chunk: Chunk, columns: list[str] | None) -> ChunkRows:
             reader = readers.get()
             try:
-                return reader.read(chunk)
+                return reader.read(chunk, columns)
             finally:
                 readers.put(reader)
 
@@ -66,7 +66,9 @@ class SnapshotPhase:
                 while len(pending) <= parallelism and plan_table < len(state.tables):
                     db, table = state.tables[plan_table]
                     chunk = self._planner.next_chunk(db, table, plan_after)
-                    pending.append((chunk, pool.submit(read, chunk)))
+                    # the row's columns: schema.change.behavior ignore pins them
+                    columns = self._guard.pinned(db, table)
+                    pending.append((chunk, pool.submit(read, chunk, columns)))
                     plan_after = chunk.upto
                     if chunk.upto is None:
                         plan_table += 1
@@ -114,10 +116,16 @@ class SnapshotPhase:
                 send(topic, reset, None, ts_ms, partition=each)
             state.resets.remove([db, table])
         pinned = self._guard.pinned(db, table)  # schema.change.behavior: ignore
-        for key, pk, row in read.rows:
-            written = row if pinned is None else {name: row.get(name) for name in pinned}
-            send(topic, snapshot_value(db, table, pk, written, ts_ms, layout), key, ts_ms,
-                 partition=partition)
+        if (pinned or list(info.names)) != (read.columns or list(info.names)):
+            read = self._planner.read(chunk, pinned)  # pinned since it was read: again
+        head, mid, tail = snapshot_parts(db, table, ts_ms, layout)
+        join, produce = b"".join, self._producer.raw_produce
+        for key, row in read.rows:
+            value = join((head, key, mid, row, tail))
+            try:
+                produce(topic, value, key, partition=partition, timestamp=ts_ms)
+            except Exception:  # noqa: BLE001 - send waits for room or reports the error
+                send(topic, value, key, ts_ms, partition=partition)
         state.chunk_done(chunk, read.high)
         checkpoint.rows += len(read.rows)
         checkpoint.position = replace(checkpoint.position, snapshot=state.as_json())

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
+from cdc_ingest.capture import decoder
 from cdc_ingest.capture.binlog import BinlogReader
 from cdc_ingest.capture.encode import KeyPlan
 from cdc_ingest.capture.events import Rows
+from cdc_ingest.capture.snapshot import table as tables
 from cdc_ingest.capture.snapshot.keyorder import (
     after_condition,
     after_params,
     upto_condition,
 )
 from cdc_ingest.capture.snapshot.state import BinlogPos, Chunk, ChunkRows, Key
-from cdc_ingest.capture.snapshot.table import TableInfo, key_bytes
+from cdc_ingest.capture.snapshot.table import RowsJson, TableInfo, key_bytes, row_json
 from cdc_ingest.capture.snapshot.window import Window
 from cdc_ingest.capture.tablemap import CatalogLookup
 from cdc_ingest.errors import SourceError
@@ -30,6 +31,7 @@ from cdc_ingest.mysql import (
     query_rows,
     stream_rows,
 )
+from cdc_ingest.mysql.packets import stream_packets
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +65,9 @@ class Snapshotter:
             self._require_ordered_commits()
         self._tables: dict[tuple[str, str], TableInfo] = {}
         self._window = Window(self._catalog.gtid_now)  # MySQL: where the next window starts
+        # rows parsed in C from the socket's bytes (_textrows.pyx), else by PyMySQL
+        self._compiled = (tables._textrows is not None and decoder.decoder_kind() == "compiled"
+                          and hasattr(self._conn, "_rfile") and hasattr(self._conn, "_next_seq_id"))
 
     def _require_ordered_commits(self) -> None:
         """MySQL's executed GTID set grows in binlog order only with binlog_order_commits
@@ -151,9 +156,10 @@ class Snapshotter:
         params = info.order.sql_params(after)
         return f" WHERE {after_condition(info.key)}", after_params(info.key, params)
 
-    def read(self, chunk: Chunk) -> ChunkRows:
+    def read(self, chunk: Chunk, columns: list[str] | None = None) -> ChunkRows:
         """The chunk's rows as of its high watermark: a binlog position such that the rows
         hold exactly the transactions before it (docs/decisions/0006-snapshot-read-views.md).
+        Each row is its key's and its own JSON, with ``columns`` (None: all the table's).
 
         MariaDB tells the binlog position of a consistent-snapshot read view, so the rows
         are read in one and that position is the watermark. MySQL does not: its executed
@@ -162,32 +168,37 @@ class Snapshotter:
         head read after the SELECT is replayed onto the rows in binlog order."""
         info = self.info(chunk.db, chunk.table)
         if self._catalog.is_mariadb and info.mvcc:
-            rows, high = self._read_in_view(info, chunk)
-            return ChunkRows(list(rows.values()), high, len(rows), 0)
+            rows, high = self._read_in_view(info, chunk, columns)
+            return ChunkRows(list(rows.values()), high, len(rows), 0, columns)
         # MariaDB here: a table without read views (MyISAM, Aria...); its changes are visible
         # before they are binlogged, so all of @@gtid_binlog_pos is visible to the SELECT.
         window = Window(self._catalog.gtid_now) if self._catalog.is_mariadb else self._window
         start = window.start()
-        rows, _ = self._read_in_view(info, chunk)
+        rows, _ = self._read_in_view(info, chunk, columns)
         selected = len(rows)
         high = self._catalog.head()
         reconciled = 0 if window.empty(high) else self._reconcile(
-            info, chunk, rows, window, start, high)
-        return ChunkRows(list(rows.values()), high, selected, reconciled)
+            info, chunk, rows, window, start, high, columns)
+        return ChunkRows(list(rows.values()), high, selected, reconciled, columns)
 
-    def _read_in_view(self, info: TableInfo, chunk: Chunk
-                      ) -> tuple[dict[bytes, tuple[bytes, Key, dict[str, Any]]], BinlogPos]:
+    def _read_in_view(self, info: TableInfo, chunk: Chunk, columns: list[str] | None
+                      ) -> tuple[RowsJson, BinlogPos]:
         """The chunk's rows read in one consistent-snapshot transaction, and (MariaDB) the
         binlog position of its read view."""
-        rows: dict[bytes, tuple[bytes, Key, dict[str, Any]]] = {}
+        rows: RowsJson = {}
         with self._catalog.flavor.read_view(self._conn) as (_, view):
-            for values in self._select(info, chunk):
-                key, row = info.row(values)
-                k = key_bytes(key)
-                rows[k] = (k, key, row)
+            sql, args = self._select(info, chunk)
+            what = f"a snapshot chunk of {chunk.db}.{chunk.table}"
+            if self._compiled:
+                stream_packets(self._conn, sql, args, what,
+                               lambda conv, seq: info.text_rows(conv, seq, columns, rows))
+            else:
+                for values in stream_rows(self._conn, sql, args, self._fetch, what):
+                    k, row = info.row_json(values, columns)
+                    rows[k] = (k, row)
         return rows, view or ("", 0)
 
-    def _select(self, info: TableInfo, chunk: Chunk) -> Iterator[tuple[Any, ...]]:
+    def _select(self, info: TableInfo, chunk: Chunk) -> tuple[str, list[Any]]:
         conditions: list[str] = []
         args: list[Any] = []
         if chunk.after is not None:
@@ -197,13 +208,10 @@ class Snapshotter:
             conditions.append(upto_condition(info.key))
             args.extend(after_params(info.key, info.order.sql_params(chunk.upto)))
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
-        sql = f"SELECT {info.select} FROM {info.source}{where}"  # noqa: S608
-        yield from stream_rows(self._conn, sql, args, self._fetch,
-                               f"a snapshot chunk of {chunk.db}.{chunk.table}")
+        return f"SELECT {info.select} FROM {info.source}{where}", args  # noqa: S608
 
-    def _reconcile(self, info: TableInfo, chunk: Chunk,
-                   rows: dict[bytes, tuple[bytes, Key, dict[str, Any]]], window: Window,
-                   start: Position, high: BinlogPos) -> int:
+    def _reconcile(self, info: TableInfo, chunk: Chunk, rows: RowsJson, window: Window,
+                   start: Position, high: BinlogPos, columns: list[str] | None) -> int:
         """Replay the window's transactions onto the chunk's rows. Full row images make a
         transaction the rows already show harmless: the last image of a key wins."""
         reader = BinlogReader(
@@ -213,7 +221,7 @@ class Snapshotter:
         )
         try:
             return window.replay(reader.events(), high,
-                                 lambda ev: self._apply(info, chunk, rows, ev))
+                                 lambda ev: self._apply(info, chunk, rows, ev, columns))
         finally:
             reader.close()
 
@@ -224,8 +232,8 @@ class Snapshotter:
 
         return facts
 
-    def _apply(self, info: TableInfo, chunk: Chunk,
-               rows: dict[bytes, tuple[bytes, Key, dict[str, Any]]], ev: Rows) -> int:
+    def _apply(self, info: TableInfo, chunk: Chunk, rows: RowsJson, ev: Rows,
+               columns: list[str] | None) -> int:
         plan = KeyPlan(ev.schema, ev.where)
         names = ev.schema.names
         applied = 0
@@ -239,6 +247,6 @@ class Snapshotter:
                 new = plan.key(after)
                 if info.order.within(new, chunk.after, chunk.upto):
                     k = key_bytes(new)
-                    rows[k] = (k, new, dict(zip(names, after, strict=True)))
+                    rows[k] = (k, row_json(dict(zip(names, after, strict=True)), columns))
                     applied += 1
         return applied

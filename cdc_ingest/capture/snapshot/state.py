@@ -63,10 +63,11 @@ class Chunk:
 
 @dataclass
 class ChunkRows:
-    rows: list[tuple[bytes, Key, dict[str, Any]]]
+    rows: list[tuple[bytes, bytes]]  # each row's key JSON and row JSON
     high: BinlogPos
     selected: int
     reconciled: int
+    columns: list[str] | None = None  # the columns the rows were written with (None: all)
 
 
 def _stored(key: Key | None) -> Key | None:

@@ -13,11 +13,21 @@ from cdc_ingest.capture.snapshot.keyorder import KeyColumn, KeyOrder, quote
 from cdc_ingest.capture.snapshot.state import Key
 from cdc_ingest.capture.snapshot.values import (
     UnsupportedType,
+    json_converter,
     select_expression,
     snapshot_converter,
+    text_kind,
 )
 from cdc_ingest.errors import SourceError
 from cdc_ingest.mysql import Column
+
+try:
+    from cdc_ingest.capture.snapshot import _textrows  # type: ignore[attr-defined]
+except ImportError:  # built without a C compiler or Cython: PyMySQL reads the rows
+    _textrows = None
+
+# A chunk's rows: key JSON -> (key JSON, row JSON), the bytes the changelog record carries.
+RowsJson = dict[bytes, tuple[bytes, bytes]]
 
 
 class TableInfo:
@@ -36,6 +46,8 @@ class TableInfo:
                 "source.tables.key-columns, or exclude it with source.tables.exclude."
             )
         self.names = tuple(c.name for c in columns)
+        self.columns = columns
+        self.booleans = tinyint1_as_boolean
         self.key = key
         # what the schema topic records for rows read here (cdc_ingest.capture.schemas)
         self.key_schema, self.layout = of_catalog(columns, key, tinyint1_as_boolean)
@@ -64,6 +76,32 @@ class TableInfo:
             if value is not None:
                 row[name] = fix(value)
         return {k: row[k] for k in self.key}, row
+
+    def row_json(self, values: tuple[Any, ...], columns: list[str] | None
+                 ) -> tuple[bytes, bytes]:
+        """A SELECTed row's key and row JSON; ``columns``: the row's columns (None: all)."""
+        key, row = self.row(values)
+        return key_bytes(key), row_json(row, columns)
+
+    def text_rows(self, converters: list[tuple[str | None, Any]], seq: int,
+                  columns: list[str] | None, rows: RowsJson) -> Any:
+        """The compiled reader of this table's SELECT into ``rows`` (``_textrows.TextRows``),
+        given PyMySQL's (encoding, converter) of each column and the first row packet's
+        sequence number: the same bytes as :meth:`row_json` of PyMySQL's row."""
+        fixes = {i: fix for i, _, fix in self.fixes}
+        kinds, generic = [], []
+        for i, (column, (enc, conv)) in enumerate(zip(self.columns, converters, strict=True)):
+            kinds.append(text_kind(column, self.booleans, enc, conv))
+            generic.append(json_converter(enc, conv, fixes.get(i)))
+        index = {name: i for i, name in enumerate(self.names)}
+        out = [(orjson.dumps(n) + b":", index.get(n, -1)) for n in columns or self.names]
+        key = [(orjson.dumps(k) + b":", index[k]) for k in self.key]
+        return _textrows.TextRows(kinds, generic, out, key, seq, rows)
+
+
+def row_json(row: dict[str, Any], columns: list[str] | None) -> bytes:
+    """A row's JSON with ``columns`` (None: all it has; a column it lacks is null)."""
+    return orjson.dumps(row if columns is None else {n: row.get(n) for n in columns})
 
 
 def key_bytes(key: Key) -> bytes:

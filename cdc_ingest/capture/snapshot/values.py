@@ -82,8 +82,12 @@ def _set(value: Any, labels: tuple[str, ...]) -> list[str]:
     return [label for label in labels if label in members]
 
 
-def _decimal(scale: int) -> Converter:
-    return orjson.Fragment if scale else int
+def _decimal(text: str) -> orjson.Fragment:
+    """DECIMAL's text as the binlog path writes it (``decimal_text``): without the leading
+    zeros ZEROFILL pads it with, which JSON does not allow either."""
+    sign = "-" if text.startswith("-") else ""
+    whole, dot, fraction = text.removeprefix("-").partition(".")
+    return orjson.Fragment(f"{sign}{whole.lstrip('0') or '0'}{dot}{fraction}")
 
 
 def _geometry(value: bytes) -> str:
@@ -103,8 +107,8 @@ def snapshot_converter(column: Column, tinyint1_as_boolean: bool) -> Converter |
         "date": lambda v: None if _zero_date(v) else v,
         "datetime": lambda v: None if _zero_date(v) else v,
         "timestamp": lambda v: None if _zero_date(v) else v + "Z",
-        "decimal": _decimal(column.scale),
-        "numeric": _decimal(column.scale),
+        "decimal": _decimal,
+        "numeric": _decimal,
         "float": lambda v: _float32(float(v)),
         "double": lambda v: orjson.Fragment(repr(float(v))),
         "real": lambda v: orjson.Fragment(repr(float(v))),
@@ -132,3 +136,47 @@ def select_expression(column: Column) -> str:
         return f"({name} + 0E0)"
     # pymysql cannot read VECTOR's own type; as BINARY it is the raw float32 values
     return f"CAST({name} AS BINARY)" if column.data_type == "vector" else name
+
+
+# How the compiled reader (``_textrows.pyx``, keep in step with its DEF lines) writes a
+# column's text-protocol field; TEXT_GENERIC runs :func:`json_converter`.
+TEXT_GENERIC, TEXT_INT, TEXT_BOOL, TEXT_STR, TEXT_DATE, TEXT_TIMESTAMP, TEXT_DECIMAL = range(7)
+_INTEGERS = frozenset({"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year"})
+_STRINGS = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "json",
+                      "enum"})
+_UTF8 = frozenset({"utf8", "utf-8", "utf8mb4"})
+
+
+def text_kind(column: Column, tinyint1_as_boolean: bool, encoding: str | None,
+              converter: Any) -> int:
+    """The compiled reader's kind for ``column``, given what PyMySQL would do with its field
+    (``encoding``, ``converter``: its result's pair for the column). A fast kind is chosen
+    only where PyMySQL's value after :func:`snapshot_converter` is plainly the field's text:
+    ``int(text)``, ``int(text) != 0``, the UTF-8 text, a date's text, a DECIMAL's digits;
+    else TEXT_GENERIC."""
+    kind = column.data_type
+    if kind in _STRINGS:
+        return TEXT_STR if encoding in _UTF8 and converter is None else TEXT_GENERIC
+    if encoding != "ascii":
+        return TEXT_GENERIC
+    if kind in _INTEGERS and converter is int:
+        boolean = kind == "tinyint" and tinyint1_as_boolean and column.is_tinyint1
+        return TEXT_BOOL if boolean else TEXT_INT
+    if converter is not None:
+        return TEXT_GENERIC
+    if kind in ("decimal", "numeric"):
+        return TEXT_DECIMAL
+    return {"date": TEXT_DATE, "datetime": TEXT_DATE,
+            "timestamp": TEXT_TIMESTAMP}.get(kind, TEXT_GENERIC)
+
+
+def json_converter(encoding: str | None, converter: Any,
+                   fix: Converter | None) -> Callable[[bytes], bytes]:
+    """A field's bytes -> its JSON: PyMySQL's decoding and conversion, then the snapshot's."""
+    def convert(raw: bytes) -> bytes:
+        value: Any = raw.decode(encoding) if encoding is not None else raw
+        if converter is not None:
+            value = converter(value)
+        return orjson.dumps(fix(value) if fix is not None else value)
+
+    return convert
