@@ -530,14 +530,16 @@ def _parser() -> argparse.ArgumentParser:
 
 def baseline_code(ref: str, into: Path) -> Path:
     """The product package as of git ``ref`` in ``into`` (for PYTHONPATH), with this checkout's
-    compiled extension copied in (built from the same sources as far as a snapshot goes: its
-    rows come from SELECTs; the extension decodes only the replayed binlog)."""
+    compiled extensions copied in (a commit before 0009's compiled reader reads its rows with
+    PyMySQL whatever is copied; a later one gets this checkout's reader)."""
     into.mkdir(parents=True)
     archive = subprocess.run(["git", "-C", str(REPO), "archive", ref, "cdc_ingest"],
                              capture_output=True, check=True, timeout=120).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True, timeout=120)
-    for built in (REPO / "cdc_ingest" / "capture").glob("_rowdecode*.so"):
-        (into / "cdc_ingest" / "capture" / built.name).write_bytes(built.read_bytes())
+    for built in (REPO / "cdc_ingest").glob("capture/**/_*.so"):  # both extensions
+        target = into / built.relative_to(REPO)
+        if target.parent.is_dir():  # a commit before _textrows has no snapshot/ of it
+            target.write_bytes(built.read_bytes())
     return into
 
 
