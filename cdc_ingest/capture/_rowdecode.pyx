@@ -594,6 +594,9 @@ cdef inline bint _plain(const unsigned char *s, Py_ssize_t n) noexcept:
     return True
 
 
+include "_writing.pxi"
+
+
 cdef class RowEncoder:
     """Changelog messages of one table layout's rows, produced straight to Kafka.
 
@@ -640,18 +643,10 @@ cdef class RowEncoder:
     def __dealloc__(self):
         free(self.buf)
 
-    cdef int _room(self, Py_ssize_t at, Py_ssize_t more) except -1:
-        cdef Py_ssize_t want = at + more
-        cdef char *grown
-        if want <= self.cap:
+    cdef inline int _room(self, Py_ssize_t at, Py_ssize_t more) except -1:
+        if at + more <= self.cap:
             return 0
-        while self.cap < want:
-            self.cap *= 2
-        grown = <char *>realloc(self.buf, self.cap)
-        if grown == NULL:
-            raise MemoryError()
-        self.buf = grown
-        return 0
+        return _grow(&self.buf, &self.cap, at + more)
 
     cdef Py_ssize_t _put(self, Py_ssize_t at, const char *s, Py_ssize_t n) except -1:
         self._room(at, n)
@@ -681,12 +676,15 @@ cdef class RowEncoder:
                 s = PyUnicode_AsUTF8AndSize(v, &n)
             except UnicodeError:
                 s = NULL  # lone surrogates: orjson raises its own error
-            if s != NULL and _plain(<const unsigned char *>s, n):
-                self._room(at, n + 2)
-                self.buf[at] = b'"'
-                memcpy(self.buf + at + 1, s, n)
-                self.buf[at + 1 + n] = b'"'
-                return at + n + 2
+            if s != NULL:
+                if _plain(<const unsigned char *>s, n):
+                    self._room(at, n + 2)
+                    self.buf[at] = b'"'
+                    memcpy(self.buf + at + 1, s, n)
+                    self.buf[at + 1 + n] = b'"'
+                    return at + n + 2
+                self._room(at, 6 * n + 2)
+                return _escaped(self.buf, at, <const unsigned char *>s, n)
         out = self.dumps(v)
         return self._put(at, PyBytes_AS_STRING(out), PyBytes_GET_SIZE(out))
 

@@ -174,9 +174,8 @@ class BinlogPhase:
 
     def _on_begin(self, ev: TxBegin) -> None:
         self._tx.begin(ev)
-        self._checkpoint.position = replace(self._checkpoint.position, tx_gtid=ev.gtid,
-                                            file=ev.file, pos=ev.pos, rows_done=0,
-                                            ts_ms=ev.ts * 1000)
+        self._checkpoint.position = self._checkpoint.position.begun(ev.gtid, ev.file, ev.pos,
+                                                                    ev.ts * 1000)
 
     def _on_rows(self, ev: Rows) -> None:
         if self._tx.skipped:
@@ -203,8 +202,7 @@ class BinlogPhase:
             if checkpoint.full:
                 checkpoint.position = replace(checkpoint.position, rows_done=before_event + i)
                 checkpoint.commit()
-        checkpoint.position = replace(checkpoint.position, rows_done=self._tx.rows,
-                                      ts_ms=ts_ms)
+        checkpoint.position = checkpoint.position.after_rows(self._tx.rows, ts_ms)
         self._progress.event_ts = ev.ts
 
     def _on_layout(self, schema: TableSchema, where: str) -> str:

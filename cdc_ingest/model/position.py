@@ -43,6 +43,21 @@ class Position:
     def with_rows(self, rows_done: int) -> Position:
         return replace(self, rows_done=rows_done)
 
+    # The two the binlog phase makes per event and per transaction: the constructor itself,
+    # about 2.5x faster than dataclasses.replace (tests/unit/test_position.py holds them to it).
+
+    def after_rows(self, rows_done: int, ts_ms: int) -> Position:
+        """The same transaction with ``rows_done`` of its rows written, at binlog time ``ts_ms``."""
+        return Position(self.gtid_set, self.file, self.pos, self.tx_gtid, rows_done, ts_ms,
+                        self.snapshot, self.tables, self.signals)
+
+    def begun(self, tx_gtid: str | None, file: str | None, pos: int | None,
+              ts_ms: int) -> Position:
+        """Inside the transaction ``tx_gtid`` that starts at ``file:pos``, none of its rows
+        written yet."""
+        return Position(self.gtid_set, file, pos, tx_gtid, 0, ts_ms, self.snapshot,
+                        self.tables, self.signals)
+
     def describe(self) -> str:
         """Short human form used in records (``pos``), logs and errors."""
         where = self.tx_gtid or self.gtid_set or ""

@@ -22,6 +22,7 @@ VALUES: list[Any] = [
     None, True, False, 0, -1, 2**63 - 1, -2**63, 2**63, 2**64 - 1, 1.5, 1e16, -0.0, 1e-7,
     "", "plain", "ünïcödé ✓ 😀", 'a "quote"', "back\\slash", "ctl\x01\x1f\n\t\r\b\f",
     "\x7f", "a/b", "\u2028", orjson.Fragment(b'{"x":[1,2]}'), [1, "a", None], {"k": None},
+    "".join(chr(c) for c in range(128)), 'é"\\\x00😀\x1b中', '{"json": "text", "n": [1]}',
 ]
 
 

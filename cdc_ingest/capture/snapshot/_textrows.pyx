@@ -31,7 +31,7 @@ DEF NEED_MORE = 0
 DEF AT_EOF = 1
 DEF AT_ERROR = 2
 
-cdef const char *HEX = b"0123456789abcdef"
+include "../_writing.pxi"
 
 
 class PacketError(Exception):
@@ -184,29 +184,11 @@ cdef class TextRows:
 
     # -- writing -----------------------------------------------------------------------
 
-    cdef int _vroom(self, Py_ssize_t want) except -1:
-        cdef char *grown
-        if want <= self.vcap:
-            return 0
-        while self.vcap < want:
-            self.vcap *= 2
-        grown = <char *>realloc(self.vbuf, self.vcap)
-        if grown == NULL:
-            raise MemoryError()
-        self.vbuf = grown
-        return 0
+    cdef inline int _vroom(self, Py_ssize_t want) except -1:
+        return 0 if want <= self.vcap else _grow(&self.vbuf, &self.vcap, want)
 
-    cdef int _oroom(self, Py_ssize_t want) except -1:
-        cdef char *grown
-        if want <= self.ocap:
-            return 0
-        while self.ocap < want:
-            self.ocap *= 2
-        grown = <char *>realloc(self.obuf, self.ocap)
-        if grown == NULL:
-            raise MemoryError()
-        self.obuf = grown
-        return 0
+    cdef inline int _oroom(self, Py_ssize_t want) except -1:
+        return 0 if want <= self.ocap else _grow(&self.obuf, &self.ocap, want)
 
     cdef Py_ssize_t _generic(self, Py_ssize_t col, Py_ssize_t at,
                              const unsigned char *s, Py_ssize_t n) except -1:
@@ -257,29 +239,7 @@ cdef class TextRows:
             return at + 5
         if kind == K_STR and _utf8(s, n):
             self._vroom(at + 6 * n + 2)
-            o = self.vbuf
-            o[at] = b'"'
-            at += 1
-            for i in range(n):
-                c = s[i]
-                if c >= 0x20 and c != 0x22 and c != 0x5c:
-                    o[at] = <char>c
-                    at += 1
-                elif c == 0x22 or c == 0x5c:
-                    o[at] = b'\\'
-                    o[at + 1] = <char>c
-                    at += 2
-                elif c == 0x08 or c == 0x09 or c == 0x0a or c == 0x0c or c == 0x0d:
-                    o[at] = b'\\'
-                    o[at + 1] = b"btn?fr"[c - 0x08]
-                    at += 2
-                else:
-                    memcpy(o + at, b"\\u00", 4)
-                    o[at + 4] = HEX[c >> 4]
-                    o[at + 5] = HEX[c & 15]
-                    at += 6
-            o[at] = b'"'
-            return at + 1
+            return _escaped(self.vbuf, at, s, n)
         if (kind == K_DATE or kind == K_TIMESTAMP) and n >= 10:
             for i in range(n):
                 c = s[i]
