@@ -37,18 +37,21 @@ from _common import (
     Services,
     Stopwatch,
     add_service_args,
+    baseline_package,
     cpu_seconds,
     log_tail,
     machine_info,
     main_thread_cpu_seconds,
     mysql_conn,
     peak_rss_bytes,
+    product_env,
     ratios,
     read_committed,
     services_from_args,
     setup_logging,
     stop_process,
     table,
+    warm_bytecode,
     write_json,
 )
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
@@ -334,7 +337,7 @@ def run_capture(
         proc = subprocess.Popen(
             [sys.executable, "-m", "cdc_ingest.cli", "capture", "--config", str(config)],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=workdir,
-            env={**os.environ, **(env or {})},
+            env=product_env(env),
         )
     try:
         last: Position | None = None
@@ -540,7 +543,8 @@ def _delete_topics(bootstrap: str, topics: list[str]) -> None:
     if not topics:
         return
     admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the futures end
-    futures = admin.delete_topics(topics)
+    # each name once: confluent-kafka 2.16 crashes (SIGSEGV) on a name given twice
+    futures = admin.delete_topics(list(dict.fromkeys(topics)))
     for topic, future in futures.items():
         try:
             future.result(30)
@@ -548,7 +552,8 @@ def _delete_topics(bootstrap: str, topics: list[str]) -> None:
             log.warning("could not delete topic %s: %s", topic, exc)
 
 
-def measures_of(runs: list[dict[str, Any]], with_ours: bool) -> list[Measure]:
+def measures_of(runs: list[dict[str, Any]], with_ours: bool,
+                baseline_ref: str | None = None) -> list[Measure]:
     def samples(part: str, key: str, scale: float = 1.0) -> list[float]:
         return [r[part][key] / scale for r in runs if r.get(part, {}).get(key) is not None]
 
@@ -567,6 +572,16 @@ def measures_of(runs: list[dict[str, Any]], with_ours: bool) -> list[Measure]:
                               [r["capture"]["rows_per_s"] / r["c_reference"]["rows_per_s"]
                                for r in runs if "c_reference" in r], digits=2,
                               note="capture end-to-end / mariadb-binlog -vv, per repeat"))
+    if baseline_ref and any("capture_baseline" in r for r in runs):
+        out += [
+            Measure(f"capture end-to-end, code of {baseline_ref}", "rows/s",
+                    samples("capture_baseline", "rows_per_s"), lib, 0,
+                    "the same, with the product code of --baseline-ref"),
+            Measure(f"capture vs code of {baseline_ref}", "x",
+                    [r["capture"]["rows_per_s"] / r["capture_baseline"]["rows_per_s"]
+                     for r in runs if "capture_baseline" in r], digits=2,
+                    note="capture end-to-end / the baseline's, per repeat (run back to back)"),
+        ]
     if with_ours:
         out.append(Measure("our decoder alone", "rows/s", samples("ours", "rows_per_s"), lib, 0,
                            "cdc_ingest BinlogReader, no Kafka"))
@@ -631,6 +646,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="rows of the single-transaction measure; 0 skips it "
                    "(default %(default)s)")
     add_service_args(p, "keep the temp folder of the services this run starts (logs, data)")
+    p.add_argument("--baseline-ref", default=None,
+                   help="also time capture with the product code of this git commit (built "
+                        "with its own extensions), back to back with this code per repeat")
     p.add_argument("--capture-timeout", type=float, default=3600.0,
                    help="seconds one capture measurement may take")
     return p
@@ -659,17 +677,27 @@ def main(argv: list[str] | None = None) -> int:
             version = server_version(svc)
             log.info("writing the workload: %d rows into %s.%s", args.rows, DB, TABLE)
             wl = make_workload(svc, args.rows)
+            warm_bytecode()
+            baseline = (baseline_package(args.baseline_ref, svc.home / "baseline")
+                        if args.baseline_ref else None)
             log.info("workload: %d row changes, %s -> %s, %s binlog bytes", wl.changes,
                      wl.gtid_before, wl.gtid_after, wl.binlog_bytes)
             for n in range(args.repeat):
                 name = f"bench-{run_id}-{n + 1}"
-                topics += [f"cdc-ingest.{name}.changelog", f"cdc-ingest.{name}.offsets"]
                 run: dict[str, Any] = {"repeat": n + 1}
                 log.info("repeat %d/%d: capture", n + 1, args.repeat)
-                run["capture"] = run_capture(svc, wl, name, 5400 + n, workdir,
-                                             args.capture_timeout)
-                log.info("  capture: %.1f s, %.0f rows/s", run["capture"]["seconds"],
-                         run["capture"]["rows_per_s"])
+                # with a baseline, alternate which runs first: a load trend favours neither
+                for what in ("capture", "capture_baseline")[::1 if n % 2 == 0 else -1]:
+                    if what == "capture_baseline" and baseline is None:
+                        continue
+                    label = f"{name}-base" if what == "capture_baseline" else name
+                    topics += [f"cdc-ingest.{label}.changelog", f"cdc-ingest.{label}.offsets"]
+                    run[what] = run_capture(
+                        svc, wl, label, (5500 if what == "capture_baseline" else 5400) + n,
+                        workdir, args.capture_timeout,
+                        env={"PYTHONPATH": str(baseline)} if what == "capture_baseline" else None)
+                    log.info("  %s: %.1f s, %.0f rows/s", what, run[what]["seconds"],
+                             run[what]["rows_per_s"])
                 c_ref = c_reference(svc, wl, check=n == 0)
                 if c_ref is not None:
                     run["c_reference"] = c_ref
@@ -711,7 +739,7 @@ def main(argv: list[str] | None = None) -> int:
                 _delete_topics(svc.bootstrap, topics)
             started = list(svc.started)
     total = time.perf_counter() - wall
-    measures = measures_of(runs, not args.no_decoder)
+    measures = measures_of(runs, not args.no_decoder, args.baseline_ref)
     if big is not None:
         measures += [
             Measure(f"one {args.big_tx_rows:,}-row transaction: capture", "rows/s",
@@ -737,6 +765,7 @@ def main(argv: list[str] | None = None) -> int:
             "pipeline_parallelism": PARALLELISM, "poll_s": POLL_S,
             "capture_options": "defaults, heartbeat.interval 1s",
             "decoder": "compiled (reference: CDC_INGEST_DECODER=python)",
+            "baseline_ref": args.baseline_ref,
         },
         "machine": machine_info(mysql_server=version),
         "services": {"started": started, "mysql_port": svc.mysql_port,

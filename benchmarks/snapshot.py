@@ -17,7 +17,6 @@ import argparse
 import dataclasses
 import json
 import logging
-import os
 import pstats
 import secrets
 import subprocess
@@ -40,11 +39,13 @@ from _common import (
     Services,
     Stopwatch,
     add_service_args,
+    baseline_package,
     cpu_seconds,
     log_line_time,
     log_tail,
     machine_info,
     mysql_conn,
+    product_env,
     profile_threads,
     ratios,
     read_committed,
@@ -53,6 +54,7 @@ from _common import (
     system_cpu_seconds,
     table,
     wait_child,
+    warm_bytecode,
     write_json,
 )
 from capture import BATCH, CREATE_TABLE, DB, TABLE, _delete_topics, _row_sql, server_version
@@ -246,9 +248,7 @@ def run_snapshot(svc: Services, rows: int, name: str, first_id: int, parallelism
     with ServerSampler(svc, TABLE) as sampler, log_file.open("ab") as out:
         started_wall = time.time()
         started = time.perf_counter()
-        env = dict(os.environ)
-        if code_dir is not None:
-            env["PYTHONPATH"] = str(code_dir)
+        env = product_env({"PYTHONPATH": str(code_dir)} if code_dir is not None else None)
         proc = subprocess.Popen(
             [sys.executable, "-m", "cdc_ingest.cli", "capture", "--config", str(config)],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=workdir,
@@ -528,21 +528,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def baseline_code(ref: str, into: Path) -> Path:
-    """The product package as of git ``ref`` in ``into`` (for PYTHONPATH), with this checkout's
-    compiled extensions copied in (a commit before 0009's compiled reader reads its rows with
-    PyMySQL whatever is copied; a later one gets this checkout's reader)."""
-    into.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", ref, "cdc_ingest"],
-                             capture_output=True, check=True, timeout=120).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True, timeout=120)
-    for built in (REPO / "cdc_ingest").glob("capture/**/_*.so"):  # both extensions
-        target = into / built.relative_to(REPO)
-        if target.parent.is_dir():  # a commit before _textrows has no snapshot/ of it
-            target.write_bytes(built.read_bytes())
-    return into
-
-
 def _product_state() -> dict[str, Any]:
     """Uncommitted changes of the product code while this ran (others edit it meanwhile)."""
     out = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "cdc_ingest"],
@@ -571,7 +556,8 @@ def main(argv: list[str] | None = None) -> int:
             version = server_version(svc)
             log.info("writing %d rows into %s.%s", args.rows, DB, TABLE)
             tb = make_table(svc, args.rows, profile_rows)
-            baseline = (baseline_code(args.baseline_ref, svc.home / "baseline")
+            warm_bytecode()
+            baseline = (baseline_package(args.baseline_ref, svc.home / "baseline")
                         if args.baseline_ref else None)
             for n in range(args.repeat):
                 run: dict[str, Any] = {"repeat": n + 1}
