@@ -54,10 +54,10 @@ def stream_packets(conn: pymysql.Connection, sql: str, args: Any, what: str,
                 state = MORE
                 while state == MORE:
                     state = parser.feed(_receive(conn))
-            except Exception as exc:
+            except BaseException as exc:  # an interrupt too: the stream is cut mid-packet
                 result.unbuffered_active = False
                 conn._force_close()  # where in the stream it is is unknown now
-                if isinstance(exc, pymysql.MySQLError):
+                if isinstance(exc, pymysql.MySQLError) or not isinstance(exc, Exception):
                     raise
                 raise pymysql.err.InternalError(f"{type(exc).__name__}: {exc}") from exc
             conn._next_seq_id = parser.seq

@@ -75,7 +75,7 @@ class SnapshotPhase:
                 if not pending:
                     break
                 chunk, future = pending.popleft()
-                self._commit_chunk(state, chunk, future.result(), progress)
+                self._commit_chunk(state, chunk, future.result(), progress, read)
             for _, future in pending:
                 future.cancel()
         progress.close()
@@ -87,7 +87,8 @@ class SnapshotPhase:
                      self._checkpoint.position.describe())
 
     def _commit_chunk(self, state: SnapshotState, chunk: Chunk, read: ChunkRows,
-                      progress: SnapshotProgress) -> None:
+                      progress: SnapshotProgress,
+                      reread: Callable[[Chunk, list[str] | None], ChunkRows]) -> None:
         db, table = chunk.db, chunk.table
         log.info("snapshot chunk of %s.%s read: %d rows, %d binlog changes applied, "
                  "high watermark %s:%d", db, table, read.selected, read.reconciled, *read.high)
@@ -117,7 +118,7 @@ class SnapshotPhase:
             state.resets.remove([db, table])
         pinned = self._guard.pinned(db, table)  # schema.change.behavior: ignore
         if (pinned or list(info.names)) != (read.columns or list(info.names)):
-            read = self._planner.read(chunk, pinned)  # pinned since it was read: again
+            read = reread(chunk, pinned)  # pinned since it was read: read again (a reader)
         head, mid, tail = snapshot_parts(db, table, ts_ms, layout)
         join, produce = b"".join, self._producer.raw_produce
         for key, row in read.rows:
