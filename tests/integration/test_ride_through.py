@@ -20,12 +20,14 @@ import os
 import re
 import signal
 import subprocess
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import orjson
 import pymysql
+from confluent_kafka import Consumer, TopicPartition
 
 from cdc_ingest.services.mariadb import MariaDB
 from tests.integration.faults import LoggedWriter, Sequences, TcpProxy, expected_sequences
@@ -77,6 +79,39 @@ def _running_for(proc: subprocess.Popen[bytes], seconds: float, log: Path) -> No
     except subprocess.TimeoutExpired:
         return
     raise AssertionError(f"`start` exited {code}: {log.read_text()[-3000:]}")
+
+
+def _open_transaction(bootstrap: str, topic: str) -> bool:
+    """Whether ``topic`` has records of a transaction not yet ended: a partition whose end
+    (read_uncommitted) lies past its last stable offset (read_committed's end)."""
+    ends = {}
+    for isolation in ("read_uncommitted", "read_committed"):
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe",
+                             "isolation.level": isolation, "enable.auto.commit": False})
+        try:
+            partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+            ends[isolation] = [consumer.get_watermark_offsets(TopicPartition(topic, p), 10,
+                                                              cached=False)[1]
+                               for p in sorted(partitions)]
+        finally:
+            consumer.close()
+    return any(u > c for u, c in zip(ends["read_uncommitted"], ends["read_committed"],
+                                     strict=True))
+
+
+def _freeze_inside_a_transaction(pid: int, kafka: Any, topic: str) -> None:
+    """SIGSTOP ``pid`` (capture) at a moment its Kafka transaction is open. Capture commits
+    within 50 ms of a MySQL transaction's end when caught up, so a stop at a random moment
+    often finds none open: stop, let a commit already on its way land, look, and resume
+    and try again until one is open and stays open."""
+    for attempt in range(100):
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(0.5)
+        if _open_transaction(kafka.bootstrap, topic):
+            return
+        os.kill(pid, signal.SIGCONT)
+        time.sleep(0.02 * (attempt % 7))
+    raise AssertionError(f"capture never stopped with a transaction open in {topic}")
 
 
 def _child_pid(parent: subprocess.Popen[bytes], command: str) -> int:
@@ -185,7 +220,8 @@ def test_mysql_restarted_then_capture_frozen_past_the_transaction_timeout(
         _running_for(proc, 10, log)
 
         capture = _child_pid(proc, "capture")
-        os.kill(capture, signal.SIGSTOP)  # mid-transaction: it stays open up to 2 s
+        # frozen with its Kafka transaction open: it stays open, and times out
+        _freeze_inside_a_transaction(capture, kafka, f"cdc-ingest.frozen-{db}.changelog")
         _running_for(proc, 30, log)  # 15 s timeout + the broker's 10 s abort interval
         os.kill(capture, signal.SIGCONT)
         wait_for(lambda: "starting it again" in log.read_text(), 60, "capture restarted")
