@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from cdc_ingest.kafka.errors import KafkaClientError
 from cdc_ingest.kafka.logs import with_logger
 
 NO_OFFSET = -1001
+T = TypeVar("T")
+
+# The group's coordinator is not there yet: on a new cluster the first request of any group
+# creates __consumer_offsets, and until its partitions are loaded the broker answers these
+# (librdkafka passes NOT_COORDINATOR from an offset fetch straight up, at once).
+_COORDINATOR_PENDING = frozenset({
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+})  # fmt: skip
 
 
 class GroupOffsets:
@@ -29,16 +41,28 @@ class GroupOffsets:
             }
         )
 
+    def _retrying(self, call: Callable[[float], T], what: str) -> T:
+        """``call(timeout)``, again while the group's coordinator is not ready, until the
+        timeout; any other failure at once."""
+        deadline = time.monotonic() + self._timeout
+        pause = 0.05
+        while True:
+            try:
+                return call(max(0.1, deadline - time.monotonic()))
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args else None
+                pending = isinstance(error, KafkaError) and error.code() in _COORDINATOR_PENDING
+                if not pending or time.monotonic() + pause >= deadline:
+                    raise KafkaClientError(
+                        f"cannot {what} of group {self.group_id}: {exc}") from exc
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
+
     def committed(self, topic: str, partitions: list[int]) -> dict[int, int]:
         """Committed offset per partition; partitions without one are left out."""
-        try:
-            got = self._consumer.committed(
-                [TopicPartition(topic, p) for p in partitions], timeout=self._timeout
-            )
-        except KafkaException as exc:
-            raise KafkaClientError(
-                f"cannot read committed offsets of group {self.group_id}: {exc}"
-            ) from exc
+        wanted = [TopicPartition(topic, p) for p in partitions]
+        got = self._retrying(lambda timeout: self._consumer.committed(wanted, timeout=timeout),
+                             "read committed offsets")
         return {tp.partition: tp.offset for tp in got if tp.offset >= 0}
 
     def partitions(self, topic: str) -> list[int]:
@@ -52,13 +76,10 @@ class GroupOffsets:
         return self._consumer.consumer_group_metadata()
 
     def commit(self, topic: str, partition: int, offset: int) -> None:
-        try:
-            self._consumer.commit(
-                offsets=[TopicPartition(topic, partition, offset)], asynchronous=False
-            )
-        except KafkaException as exc:
-            raise KafkaClientError(
-                f"cannot commit offsets of group {self.group_id}: {exc}") from exc
+        # committing the same offset again is harmless
+        self._retrying(lambda _timeout: self._consumer.commit(
+            offsets=[TopicPartition(topic, partition, offset)], asynchronous=False),
+            "commit offsets")
 
     def close(self) -> None:
         self._consumer.close()
