@@ -47,6 +47,22 @@ def _fail(settings: Any, rows: Iterable[Any]) -> dict[str, Any]:
     raise RuntimeError("the stand-in writer failed on purpose")
 
 
+def _worker_imports(batches: Iterable[Any]) -> Iterator[Any]:
+    """What a Python worker imports pyspark from, and which archives its import system reads
+    again at every task (pyspark's setup_spark_files calls importlib.invalidate_caches)."""
+    import sys  # noqa: PLC0415 - in the worker
+    import zipimport  # noqa: PLC0415
+
+    import pyarrow as pa  # noqa: PLC0415
+    import pyspark  # noqa: PLC0415
+
+    for _ in batches:
+        archives = sorted(k for k, v in sys.path_importer_cache.items()
+                          if isinstance(v, zipimport.zipimporter))
+        yield pa.RecordBatch.from_pylist(
+            [{"found": json.dumps({"pyspark": pyspark.__file__, "archives": archives})}])
+
+
 # -- helpers -----------------------------------------------------------------------------
 
 
@@ -127,6 +143,21 @@ def _offsets(tasks: Seen) -> list[tuple[int, int]]:
 
 
 # -- the test ----------------------------------------------------------------------------
+
+
+def test_python_workers_import_pyspark_from_its_package_and_read_no_archive_per_task(
+    spark: Any,
+) -> None:
+    # cdc_ingest.sink.pydaemon: the zip copy of pyspark that Spark puts first on the workers'
+    # path, and the spark-core jar, cost ~80 ms of CPU per task (their directories read again)
+    for _ in range(2):  # the second job runs in the reused workers
+        rows = spark.range(4).repartition(2).mapInArrow(_worker_imports, "found string").collect()
+        assert len(rows) == 2
+        for row in rows:
+            found = json.loads(row.found)
+            assert ".zip" not in found["pyspark"], found
+            assert found["pyspark"].endswith("/pyspark/__init__.py"), found
+            assert found["archives"] == [], found
 
 
 def test_query_reads_committed_ranges_per_partition_and_resumes_where_it_should(
