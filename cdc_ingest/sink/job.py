@@ -39,7 +39,12 @@ from cdc_ingest.kafka.limits import FLOOR
 from cdc_ingest.sink.changelog import COLUMNS, RESULT, RESULT_SCHEMA, run_task
 from cdc_ingest.sink.failures import query_failed
 from cdc_ingest.sink.settings import SinkSettings, sink_settings
-from cdc_ingest.sink.spark import CONNECTOR, spark_context_exists, spark_session
+from cdc_ingest.sink.spark import (
+    CONNECTOR,
+    local_checkpoint_manager,
+    spark_context_exists,
+    spark_session,
+)
 from cdc_ingest.sink.writer import committed_offsets, write_partition
 
 log = logging.getLogger(__name__)
@@ -196,6 +201,7 @@ def _start_query(
     interval_ms = int(defn.pipeline.trigger_interval.total_seconds() * 1000)
     if interval_ms > 0:  # else Spark's default: the next batch as soon as one ends
         writer = writer.trigger(processingTime=f"{interval_ms} milliseconds")
+    local_checkpoint_manager(spark, defn.pipeline.checkpoint_dir)
     query = writer.start()
     log.info("sink query started: %s -> sink topics, checkpoint %s",
              defn.pipeline.changelog_topic, defn.pipeline.checkpoint_dir)

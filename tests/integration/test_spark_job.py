@@ -23,7 +23,7 @@ from cdc_ingest.config import PipelineDef, load_pipeline
 from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer, read_topic
 from cdc_ingest.sink import job
-from cdc_ingest.sink.spark import spark_session
+from cdc_ingest.sink.spark import CHECKPOINT_MANAGER_CONF, local_checkpoint_manager, spark_session
 from tests.integration.pipeline_helpers import wait_for, write_pipeline
 
 Seen = list[list[dict[str, Any]]]  # per task: the rows it got
@@ -160,6 +160,22 @@ def test_python_workers_import_pyspark_from_its_package_and_read_no_archive_per_
             assert found["archives"] == [], found
 
 
+def test_a_local_checkpoint_is_written_without_filecontext(spark: Any) -> None:
+    # FileContext's rename on the local file system runs `readlink` in a child process for
+    # every offset and commit log entry; Spark's FileSystem-based manager does not
+    session = spark.newSession()  # a SQL configuration of its own
+    for remote in ("hdfs://namenode:8020/cdc/checkpoint", "s3a://bucket/checkpoint"):
+        assert local_checkpoint_manager(session, remote) is None
+        assert session.conf.get(CHECKPOINT_MANAGER_CONF, None) is None
+    chosen = local_checkpoint_manager(session, "file:/var/lib/cdc/checkpoint")
+    assert chosen is not None and chosen.endswith(".FileSystemBasedCheckpointFileManager")
+    assert session.conf.get(CHECKPOINT_MANAGER_CONF) == chosen
+    mine = spark.newSession()
+    mine.conf.set(CHECKPOINT_MANAGER_CONF, "com.example.MyCheckpointFileManager")
+    assert local_checkpoint_manager(mine, "/var/lib/cdc/checkpoint") is None
+    assert mine.conf.get(CHECKPOINT_MANAGER_CONF) == "com.example.MyCheckpointFileManager"
+
+
 def test_query_reads_committed_ranges_per_partition_and_resumes_where_it_should(
     spark: Any, mariadb: Any, kafka: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -191,6 +207,7 @@ def test_query_reads_committed_ranges_per_partition_and_resumes_where_it_should(
         parts = [r["partition"] for r in results if r["partition"] >= 0]
         assert len(parts) == len(set(parts)), results  # one task per partition and batch
     assert sum(r["rows_in"] for results in batches for r in results) == 11
+    assert spark.conf.get(CHECKPOINT_MANAGER_CONF).endswith("FileSystemBasedCheckpointFileManager")
 
     # 2. With its checkpoint, a restart reads only what is new: the group's (older)
     #    committed offset on partition 0 does not pull it back.
