@@ -187,8 +187,9 @@ def local_checkpoint_manager(spark: SparkSession, checkpoint: str) -> str | None
     each file's link status by running ``readlink`` in a child process, so every offset and
     commit log entry of every micro-batch spawned processes from the 2 GB JVM. At 2,000
     rows/s: sink JVM 61% -> 49% of a CPU, p99 640 -> 382 ms (docs/decisions/0010). On a local
-    disk both managers write a temporary file and rename it, which never replaces an existing
-    log entry. A manager the user set, and checkpoints elsewhere (HDFS, S3), stay as they are.
+    disk both managers write a temporary file, check that the log entry does not exist yet and
+    rename the file into place (Spark asks neither to overwrite an entry). A manager the user
+    set, and checkpoints elsewhere (HDFS, S3), stay as they are.
     """
     if urlparse(checkpoint).scheme not in ("", "file") or spark.conf.get(
             CHECKPOINT_MANAGER_CONF, None):
