@@ -8,8 +8,8 @@ path of every Python worker it starts. Imported from the zip, the worker's pyspa
 from source at every worker start (a zip holds no bytecode cache: 0.7 s of CPU against 0.25 s
 from the package), and its ~60 packages each get a ``zipimporter``. Every task then starts
 with ``importlib.invalidate_caches()`` (pyspark's ``setup_spark_files``), and on Python 3.11
-each ``zipimporter`` reads the zip's directory again there: ~150 ms of CPU per task, measured
-with py-spy as 62% of a worker's time at 2,000 rows/s (docs/decisions/0010).
+each ``zipimporter`` reads the zip's directory again there: 83 ms per task, measured with
+py-spy as 62% of a worker's time at 2,000 rows/s (docs/decisions/0010).
 
 Spark 4 also puts its ``spark-core`` jar on that path, which holds no Python but gets
 ``zipimporter``s of its own when an import looks through it (5,261 entries read again per task).
@@ -54,12 +54,13 @@ def _archive(entry: str) -> bool:
 def redundant_entries(path: list[str]) -> list[str]:
     """The entries of ``path`` that are zip copies of packages installed elsewhere on it, and
     the Spark jars of that same installation (Java classes only, no Python)."""
-    pyspark = _package_dir("pyspark", [p for p in path if not _archive(p)])
+    unpacked = [p for p in path if not _archive(p)]
+    pyspark = _package_dir("pyspark", unpacked)
     if pyspark is None:
         return []
     bundled = os.path.realpath(os.path.join(pyspark, "python", "lib"))
     jars = os.path.realpath(os.path.join(pyspark, "jars"))
-    py4j = _package_dir("py4j", [p for p in path if not _archive(p)])
+    py4j = _package_dir("py4j", unpacked)
     py4j_version = _py4j_version(py4j) if py4j else None
     drop = []
     for entry in path:
