@@ -42,7 +42,7 @@ from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.errors import SourceError
 from cdc_ingest.kafka import TransactionalProducer
 from cdc_ingest.kafka.consumer import end_offsets
-from cdc_ingest.kafka.offsets import GroupOffsets
+from cdc_ingest.kafka.offsets import GroupOffsets, OffsetsPending
 from cdc_ingest.kafka.partition import java_partition
 from cdc_ingest.model.changelog import REKEY, REKEY_END, ddl_value
 from cdc_ingest.mysql import Catalog
@@ -145,7 +145,13 @@ class Rekeying:
         topic = self._o.changelog_topic
         began = logged = time.monotonic()
         while not self._stopping():
-            committed = group.committed(topic, sorted(ends))
+            try:
+                committed = group.committed(topic, sorted(ends))
+            except OffsetsPending as exc:
+                # a sink killed mid-transaction holds the read until Kafka aborts it or the
+                # sink starts again: not past yet, whatever the pending offsets say
+                log.info("re-keying %s: %s", name, exc)
+                committed = {}
             behind = sorted(p for p, end in ends.items() if committed.get(p, 0) <= end)
             if not behind:
                 return True

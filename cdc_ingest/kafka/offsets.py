@@ -24,6 +24,17 @@ _COORDINATOR_PENDING = frozenset({
 })  # fmt: skip
 
 
+class OffsetsPending(KafkaClientError):
+    """A read of the group's committed offsets timed out: most often a transaction of the
+    group is still open, whose offsets the read waits for (read_committed, KIP-447)."""
+
+
+_PENDING_HINT = (
+    ". A read waits for the group's open transactions: one a sink left open when it was "
+    "killed holds it until Kafka aborts it (transaction.timeout.ms, 60 s by default); "
+    "starting that sink again aborts it at once. Else Kafka did not answer in time")
+
+
 class GroupOffsets:
     """Reads and commits one group's offsets without joining it (no rebalances)."""
 
@@ -41,7 +52,7 @@ class GroupOffsets:
             }
         )
 
-    def _retrying(self, call: Callable[[float], T], what: str) -> T:
+    def _retrying(self, call: Callable[[float], T], what: str, read: bool = False) -> T:
         """``call(timeout)``, again while the group's coordinator is not ready, until the
         timeout; any other failure at once."""
         deadline = time.monotonic() + self._timeout
@@ -51,10 +62,12 @@ class GroupOffsets:
                 return call(max(0.1, deadline - time.monotonic()))
             except KafkaException as exc:
                 error = exc.args[0] if exc.args else None
-                pending = isinstance(error, KafkaError) and error.code() in _COORDINATOR_PENDING
-                if not pending or time.monotonic() + pause >= deadline:
-                    raise KafkaClientError(
-                        f"cannot {what} of group {self.group_id}: {exc}") from exc
+                code = error.code() if isinstance(error, KafkaError) else None
+                if code not in _COORDINATOR_PENDING or time.monotonic() + pause >= deadline:
+                    message = f"cannot {what} of group {self.group_id}: {exc}"
+                    if read and code == KafkaError._TIMED_OUT:
+                        raise OffsetsPending(message + _PENDING_HINT) from exc
+                    raise KafkaClientError(message) from exc
             time.sleep(pause)
             pause = min(pause * 2, 1.0)
 
@@ -62,7 +75,7 @@ class GroupOffsets:
         """Committed offset per partition; partitions without one are left out."""
         wanted = [TopicPartition(topic, p) for p in partitions]
         got = self._retrying(lambda timeout: self._consumer.committed(wanted, timeout=timeout),
-                             "read committed offsets")
+                             "read committed offsets", read=True)
         return {tp.partition: tp.offset for tp in got if tp.offset >= 0}
 
     def partitions(self, topic: str) -> list[int]:

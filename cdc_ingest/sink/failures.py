@@ -35,8 +35,22 @@ class SinkUnavailable(SinkError):
 _STALE_CHECKPOINT = ("Some data may have been lost", "offset was changed from")
 
 
+# Spark cannot restart from the checkpoint's offset log: an entry before its last is missing
+_MISSING_LOG_ENTRY = re.compile(r"batch (\d+) doesn't exist")
+
+
 def query_failed(exc: BaseException, checkpoint: str = "") -> SinkError:
     text = str(exc)
+    missing = _MISSING_LOG_ENTRY.search(text)
+    if missing:
+        return SinkError(
+            f"the sink query failed: the Spark checkpoint "
+            f"{checkpoint or '(pipeline.checkpoint.dir)'} is damaged: its offset log has no "
+            f"entry for batch {missing.group(1)}, which a restart needs (files of it were "
+            "lost: it was deleted while a killed sink's Spark JVM was still writing it, or "
+            "the disk lost them). Nothing was written. Fix: stop the pipeline, delete that "
+            "checkpoint directory and start again: the sink then resumes from its group's "
+            "committed offsets in Kafka (exactly-once is kept)")
     if all(m in text for m in _STALE_CHECKPOINT):
         return SinkError(
             "the sink query failed: the Spark checkpoint "

@@ -128,9 +128,20 @@ def _serde(settings: SinkSettings, group: GroupOffsets,
 
 
 def committed_offsets(settings: SinkSettings) -> dict[int, int]:
-    """The sink group's committed offset per changelog partition ({} when it has none)."""
+    """The sink group's committed offset per changelog partition ({} when it has none).
+
+    With ``exactly-once`` each partition's transactional id is registered first, as a task
+    does before its own read: that aborts a transaction an earlier sink left open (killed
+    between sending its offsets and committing), whose pending offsets otherwise hold this
+    read (read_committed, KIP-447) until the broker aborts it after transaction.timeout.ms,
+    60 s, longer than the read waits.
+    """
     group = _group(settings)
-    return group.committed(settings.changelog_topic, group.partitions(settings.changelog_topic))
+    partitions = group.partitions(settings.changelog_topic)
+    if settings.guarantee == "exactly-once":
+        for partition in partitions:
+            _transactional(settings, partition).close()
+    return group.committed(settings.changelog_topic, partitions)
 
 
 # -- the task ----------------------------------------------------------------------------

@@ -8,7 +8,10 @@ starts from the sink group's committed offsets, and a failing writer fails the q
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -22,7 +25,9 @@ from confluent_kafka import Consumer, TopicPartition
 from cdc_ingest.config import PipelineDef, load_pipeline
 from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer, read_topic
+from cdc_ingest.kafka.offsets import GroupOffsets, OffsetsPending
 from cdc_ingest.sink import job
+from cdc_ingest.sink.settings import sink_settings
 from cdc_ingest.sink.spark import CHECKPOINT_MANAGER_CONF, local_checkpoint_manager, spark_session
 from tests.integration.pipeline_helpers import wait_for, write_pipeline
 
@@ -106,6 +111,38 @@ def _commit_group(kafka: Any, defn: PipelineDef, partition: int, offset: int) ->
         consumer.close()
 
 
+_MID_TRANSACTION = """
+import sys
+from cdc_ingest.kafka import TransactionalProducer
+from cdc_ingest.kafka.offsets import GroupOffsets, offset_list
+bootstrap, group, transactional_id, topic, partition, offset = sys.argv[1:]
+config = {"bootstrap.servers": bootstrap}
+producer = TransactionalProducer(config, transactional_id)
+producer.init()
+producer.begin()
+producer.send_offsets(offset_list(topic, int(partition), int(offset)),
+                      GroupOffsets(config, group).group_metadata())
+print("open", flush=True)
+sys.stdin.read()
+"""
+
+
+def _kill_mid_transaction(kafka: Any, defn: PipelineDef, partition: int, offset: int) -> None:
+    """SIGKILL a process holding the sink's transaction of ``partition`` open, with that
+    partition's next ``offset`` added to it: a sink task killed just before its commit."""
+    tid = sink_settings(defn).transactional_id(partition)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _MID_TRANSACTION, kafka.bootstrap, defn.sink_group_id, tid,
+         defn.pipeline.changelog_topic, str(partition), str(offset)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "open"
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
 def _tasks(out_dir: Path) -> Seen:
     return [json.loads(p.read_text()) for p in sorted(out_dir.glob("*.json"))]
 
@@ -181,7 +218,8 @@ def test_query_reads_committed_ranges_per_partition_and_resumes_where_it_should(
 ) -> None:
     name = f"spark-{uuid.uuid4().hex[:8]}"
     config = write_pipeline(tmp_path / "p.yaml", mariadb, kafka, name, "db.t",
-                            pipeline={"trigger.interval": "200ms"})
+                            pipeline={"trigger.interval": "200ms"},
+                            sink={"sink.delivery-guarantee": "exactly-once"})
     defn = load_pipeline(config)
     topic = defn.pipeline.changelog_topic
     TopicAdmin({"bootstrap.servers": kafka.bootstrap}).ensure(TopicSpec(topic, 2))
@@ -218,16 +256,41 @@ def test_query_reads_committed_ranges_per_partition_and_resumes_where_it_should(
     assert sorted(_offsets(tasks)) == sorted(new)
 
     # 3. Without its checkpoint, a restart starts from the committed offsets: partition 0
-    #    at 2, partition 1 (nothing committed) at its earliest.
+    #    at 2, partition 1 (nothing committed) at its earliest. Even after a sink was killed
+    #    between adding partition 0's offset 9 to its transaction and committing it: the
+    #    restart aborts that transaction at once (the pending offset held the group's
+    #    read_committed offsets until Kafka's 60 s transaction timeout, and the read gave up
+    #    at 30 s), and partition 0 resumes at 2, not 9.
+    _kill_mid_transaction(kafka, defn, partition=0, offset=9)
+    group = GroupOffsets({"bootstrap.servers": kafka.bootstrap}, defn.sink_group_id,
+                         timeout_s=3)
+    with pytest.raises(OffsetsPending, match="starting that sink again aborts it at once"):
+        group.committed(topic, [0, 1])  # the pending offset is there: the restart meets it
     shutil.rmtree(defn.pipeline.checkpoint_dir)
     everything = committed | new
     expected = {(p, o) for p, o in everything if p == 1 or o >= 2}
     tasks, _ = _run(defn, monkeypatch, tmp_path / "run3",
                     lambda t: set(_offsets(t)) >= expected)
     assert sorted(_offsets(tasks)) == sorted(expected)
+    try:
+        assert group.committed(topic, [0, 1]) == {0: 2}  # aborted, so readable again
+    finally:
+        group.close()
 
     # 4. A failing writer fails the query: run_sink raises, nothing is swallowed.
     _transaction(producer, topic, "d", {0: 1})
     producer.close()
     with pytest.raises(SinkError, match="failed on purpose"):
         _run(defn, monkeypatch, tmp_path / "run4", lambda t: False, writer=_fail)
+
+    # 5. A checkpoint whose offset log lost entries (deleted while a killed sink's JVM still
+    #    wrote its next entry) stops the sink, naming the checkpoint and the fix.
+    checkpoint = Path(defn.pipeline.checkpoint_dir)
+    entries = sorted(int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit())
+    assert len(entries) >= 2, entries
+    for entry in entries[:-1]:
+        (checkpoint / "offsets" / str(entry)).unlink()
+    with pytest.raises(SinkError, match=(
+            rf"checkpoint {re.escape(str(checkpoint))} is damaged: its offset log has no entry "
+            rf"for batch {entries[-1] - 1}\b.*delete that checkpoint directory")):
+        _run(defn, monkeypatch, tmp_path / "run5", lambda t: False)
