@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any, TypeVar
 
 import click
@@ -23,6 +25,28 @@ def config_option(func: F) -> F:
         type=click.Path(dir_okay=False, path_type=Path),
         help="the pipeline YAML (source, sink, route, pipeline blocks)",
     )(func)
+
+
+def hold_stop_signals() -> list[int]:
+    """Remember SIGTERM and Ctrl-C from here until a long-running command has its own
+    handlers: a stop asked for while it starts (imports, config, connections) then ends it
+    at once and cleanly, exit 0, instead of the signal killing it. The command looks at the
+    returned list after installing its handlers, so no signal falls between the two."""
+    received: list[int] = []
+
+    def remember(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
+
+    signal.signal(signal.SIGTERM, remember)
+    signal.signal(signal.SIGINT, remember)
+    return received
+
+
+def _stopped_while_starting(received: list[int], what: str) -> bool:
+    if received:
+        log.info("stop requested (signal %d) while %s was starting: stopping before it did "
+                 "anything", received[0], what)
+    return bool(received)
 
 
 @click.group()
@@ -55,6 +79,7 @@ def validate(config_path: Path) -> None:
 @config_option
 def capture(config_path: Path) -> None:
     """Read the binlog into the pipeline's changelog topic until stopped (SIGTERM / Ctrl-C)."""
+    received = hold_stop_signals()
     from cdc_ingest.capture.options import capture_options
     from cdc_ingest.capture.runner import Capture, install_signal_handlers
     from cdc_ingest.config import load_pipeline
@@ -65,7 +90,8 @@ def capture(config_path: Path) -> None:
     options = capture_options(defn)
     runner = Capture(options)
     install_signal_handlers(runner)
-    runner.run()
+    if not _stopped_while_starting(received, "capture"):
+        runner.run()
 
 
 @cli.command()
@@ -74,6 +100,7 @@ def capture(config_path: Path) -> None:
               help="Spark master URL [default: local[*]; under spark-submit, its own]")
 def sink(config_path: Path, master: str | None) -> None:
     """Write the changelog topic to the sink topics with Spark until stopped (SIGTERM / Ctrl-C)."""
+    received = hold_stop_signals()
     import threading
 
     from cdc_ingest import metrics
@@ -83,6 +110,8 @@ def sink(config_path: Path, master: str | None) -> None:
     defn = load_pipeline(config_path)
     stop_event = threading.Event()
     install_signal_handlers(stop_event)
+    if _stopped_while_starting(received, "the sink"):
+        return
     metrics.serve(defn.pipeline.metrics_port)
     run_sink(defn, master=master, stop_event=stop_event, on_batch=metrics.record_sink_batch)
 
@@ -92,12 +121,13 @@ def sink(config_path: Path, master: str | None) -> None:
 @click.option("--master", default=None, help="Spark master URL for the sink [default: local[*]]")
 def start(config_path: Path, master: str | None) -> None:
     """Run capture and the sink together until stopped; if either fails, stop both."""
+    received = hold_stop_signals()
     from cdc_ingest.capture.options import capture_options
     from cdc_ingest.commands.supervisor import run_start
     from cdc_ingest.config import load_pipeline
 
     capture_options(load_pipeline(config_path))  # config errors now, not in a child
-    run_start(config_path, ["--master", master] if master else [])
+    run_start(config_path, ["--master", master] if master else [], received)
 
 
 @cli.command()

@@ -110,10 +110,14 @@ def restart_delay(restarts: int) -> float:
     return float(min(2 ** (restarts - 1), MAX_RESTART_DELAY_S))
 
 
-def run_start(config: Path, sink_args: list[str] | None = None) -> None:
+def run_start(config: Path, sink_args: list[str] | None = None,
+              received: list[int] | None = None) -> None:
     """Run capture and sink until one fails for good or a stop signal arrives; a child that
     exits with :data:`TRANSIENT_EXIT_CODE` (MySQL or Kafka away for a while, a transaction
-    Kafka timed out) is started again, with backoff, while the other runs on."""
+    Kafka timed out) is started again, with backoff, while the other runs on.
+
+    ``received``: stop signals that arrived before this was called (``cli.hold_stop_signals``);
+    looked at once this call's own handlers are in place, so none is lost."""
     stopping = False
 
     def request_stop(signum: int, frame: FrameType | None) -> None:
@@ -122,6 +126,12 @@ def run_start(config: Path, sink_args: list[str] | None = None) -> None:
         stopping = True
 
     previous = {s: signal.signal(s, request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    if received:
+        log.info("stop requested (signal %d) while start was starting: stopping before it "
+                 "started capture and the sink", received[0])
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        return
     extra: dict[str, list[str]] = {"capture": [], "sink": sink_args or []}
     children = [_spawn(name, config, args) for name, args in extra.items()]
     restarts: dict[str, int] = {}  # transient exits in a row, per child

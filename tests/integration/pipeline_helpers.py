@@ -89,9 +89,26 @@ def sink_topic(kafka: Any, topic: str) -> list[Any]:
     return sorted(messages, key=lambda m: (m.partition, m.offset))
 
 
+def catches_sigterm(pid: int) -> bool:
+    """True once the process has a SIGTERM handler (its SigCgt mask in /proc)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next((line.split()[1] for line in status.splitlines()
+                   if line.startswith("SigCgt:")), "0")
+    return bool(int(caught, 16) & (1 << (signal.SIGTERM - 1)))
+
+
 def stop(proc: subprocess.Popen[bytes], timeout: float = 30) -> int:
+    """SIGTERM a cdc-ingest command and its exit code. A command just started is given the
+    moment it takes to catch the signal (interpreter start-up, well under a second): a
+    SIGTERM before that kills any process, and is not what this asks about."""
     if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
+        wait_for(lambda: proc.poll() is not None or catches_sigterm(proc.pid), timeout=30,
+                 what=f"pid {proc.pid} to catch SIGTERM")
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
     return proc.wait(timeout)
 
 
