@@ -89,6 +89,26 @@ def sink_topic(kafka: Any, topic: str) -> list[Any]:
     return sorted(messages, key=lambda m: (m.partition, m.offset))
 
 
+def child_pids(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (a sink's: its Spark JVM)."""
+    kids: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            kids += [int(k) for k in (task / "children").read_text().split()]
+        except OSError:
+            continue  # the thread ended
+    return kids
+
+
+def process_alive(pid: int) -> bool:
+    """False once ``pid`` has exited (a zombie no one reaped counts as exited)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def catches_sigterm(pid: int) -> bool:
     """True once the process has a SIGTERM handler (its SigCgt mask in /proc)."""
     try:

@@ -14,7 +14,9 @@ from typing import Any
 
 from tests.integration.flavors import Source
 from tests.integration.pipeline_helpers import (
+    child_pids,
     gtid_now,
+    process_alive,
     sink_topic,
     start_command,
     stop,
@@ -56,26 +58,6 @@ def _running(procs: dict[str, Any], logs: dict[str, Path]) -> bool:
             raise AssertionError(f"{name} exited by itself with code {proc.returncode}; its "
                                  f"log ends:\n{logs[name].read_text()[-3000:]}")
     return True
-
-
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (a sink's: its Spark JVM)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
-def _gone(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
 
 
 def _is_subsequence(needle: list[Any], haystack: list[Any]) -> bool:
@@ -134,7 +116,7 @@ def test_kills_lose_nothing_and_exactly_once_duplicates_nothing(
                 _wait_quietly(lambda v=victim, n=seen: _running(procs, logs)
                               and _written_batches(logs[v]) > n, 90)
             time.sleep(rng.uniform(0.2, 3.0))
-            jvms = _children(procs[victim].pid)
+            jvms = child_pids(procs[victim].pid)
             procs[victim].send_signal(signal.SIGKILL)  # the driver only: its JVM sees it go
             procs[victim].wait(30)
             if i == last_eos_kill:
@@ -144,7 +126,7 @@ def test_kills_lose_nothing_and_exactly_once_duplicates_nothing(
                 # meanwhile writing the next batch's offsets, which would make a new
                 # checkpoint of that one entry (a damaged checkpoint: the next start stops
                 # and says so, see test_spark_job)
-                wait_for(lambda j=jvms: all(_gone(p) for p in j), timeout=60,
+                wait_for(lambda j=jvms: not any(process_alive(p) for p in j), timeout=60,
                          what=f"the killed sink's JVM {jvms} to exit")
                 assert checkpoint.exists(), checkpoint
                 shutil.rmtree(checkpoint)

@@ -23,6 +23,8 @@ import pytest
 from tests.conftest import admin_conn
 from tests.integration.flavors import MARIADB, MYSQL, Facts, Source
 from tests.integration.pipeline_helpers import (
+    child_pids,
+    process_alive,
     sink_topic,
     start_command,
     stop,
@@ -135,22 +137,12 @@ def test_all_types_yield_fixed_key_value_json_in_the_sink_topic(
 # -- supervision ----------------------------------------------------------------------------
 
 
-def _children(pid: int) -> list[int]:
-    kids: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            kids += [int(k) for k in (task / "children").read_text().split()]
-        except OSError:
-            continue  # the thread ended
-    return kids
-
-
 def _descendants(pid: int) -> list[int]:
-    out, todo = [], _children(pid)
+    out, todo = [], child_pids(pid)
     while todo:
         kid = todo.pop()
         out.append(kid)
-        todo += _children(kid)
+        todo += child_pids(kid)
     return out
 
 
@@ -163,17 +155,9 @@ def _command(pid: int) -> list[str]:
 
 def _stage(start_pid: int, name: str) -> int:
     """The pid of `start`'s child running `cdc-ingest <name>`."""
-    pids = [p for p in _children(start_pid) if _command(p)[3:4] == [name]]
-    assert len(pids) == 1, {p: _command(p) for p in _children(start_pid)}
+    pids = [p for p in child_pids(start_pid) if _command(p)[3:4] == [name]]
+    assert len(pids) == 1, {p: _command(p) for p in child_pids(start_pid)}
     return pids[0]
-
-
-def _running(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _end(proc: subprocess.Popen[bytes]) -> None:
@@ -185,7 +169,7 @@ def _end(proc: subprocess.Popen[bytes]) -> None:
         proc.kill()
         proc.wait()
     for pid in family:
-        if _running(pid):
+        if process_alive(pid):
             os.kill(pid, signal.SIGKILL)
 
 
@@ -226,8 +210,8 @@ def test_start_stops_both_when_one_dies_and_says_which(
     assert code == 9, output[-3000:]
     assert "capture was killed by signal SIGKILL" in output, output[-3000:]
     assert "sink exited 0 after being asked to stop" in output, output[-3000:]
-    assert not _running(capture) and not _running(sink)
-    wait_for(lambda: not any(_running(p) for p in family), timeout=30,
+    assert not process_alive(capture) and not process_alive(sink)
+    wait_for(lambda: not any(process_alive(p) for p in family), timeout=30,
              what=f"every process of start gone: {[_command(p) for p in family]}")
     print(f"start exited {took:.1f} s after capture was killed")
 
@@ -238,13 +222,13 @@ def test_start_stops_both_when_one_dies_and_says_which(
         _wait_in_log(proc, log, "starts at", "capture running")
         _wait_in_log(proc, log, "sink query started", "the sink's query running")
         family = _descendants(proc.pid)
-        children = _children(proc.pid)
+        children = child_pids(proc.pid)
         assert len(children) == 2, [_command(p) for p in children]
     finally:
         code = stop(proc, timeout=90)
     assert code == 0, log.read_text()[-3000:]
-    assert not any(_running(p) for p in children)
-    wait_for(lambda: not any(_running(p) for p in family), timeout=30,
+    assert not any(process_alive(p) for p in children)
+    wait_for(lambda: not any(process_alive(p) for p in family), timeout=30,
              what=f"every process of start gone: {[_command(p) for p in family]}")
 
     # 3. SIGTERM to start's whole process group, as `kill %1`, `timeout`, Ctrl-C and
@@ -270,5 +254,5 @@ def test_start_stops_both_when_one_dies_and_says_which(
     assert code == 0, output[-3000:]
     for noise in ("Traceback", "Py4J", "not cleanly"):
         assert noise not in output, output[-3000:]
-    wait_for(lambda: not any(_running(p) for p in family), timeout=30,
+    wait_for(lambda: not any(process_alive(p) for p in family), timeout=30,
              what=f"every process of start gone: {[_command(p) for p in family]}")
