@@ -3,7 +3,8 @@
 # again): Debian's MariaDB server and client, a JDK, Maven and debootstrap; the package with
 # its test extras; Kafka's jars and Spark's Kafka connector from Maven Central into .cache/;
 # the MySQL 9.7 root (Debian sid + mysql-server-core, for chroot) into .cache/mysql-root;
-# for the tests (CDC_INGEST_SETUP_TESTS=1, set by scripts/test.sh) also a PyFlink virtualenv.
+# for the tests (CDC_INGEST_SETUP_TESTS=1, set by scripts/test.sh) also a PyFlink virtualenv
+# and the MariaDB 11.8 root (Debian sid + mariadb-server) into .cache/mariadb-root.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -59,3 +60,10 @@ echo "setup: MySQL 9.7 root (once: debootstrap sid + apt-get, about a minute)" >
 cache="$("$PYTHON" -c 'from cdc_ingest.cache import cache_dir; print(cache_dir())')"
 "${sudo[@]}" env CDC_INGEST_CACHE="$cache" "$(command -v "$PYTHON")" \
   -m cdc_ingest.services fetch mysql >/dev/null
+
+# MariaDB 11.8 (Debian sid's mariadb-server) for the tests: its own root, the same way.
+if [ "${CDC_INGEST_SETUP_TESTS:-0}" = 1 ]; then
+  echo "setup: MariaDB 11.8 root (once: debootstrap sid + apt-get, about a minute)" >&2
+  "${sudo[@]}" env CDC_INGEST_CACHE="$cache" "$(command -v "$PYTHON")" \
+    -m cdc_ingest.services fetch mariadb118 >/dev/null
+fi

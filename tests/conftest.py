@@ -9,8 +9,13 @@ The ``mysql`` fixture is always the local Oracle MySQL 9.7 (``cdc_ingest.service
 chrooted in ``<cache>/mysql-root``, which ``scripts/setup.sh`` builds), started only by the
 tests that ask for it.
 
-``source`` / ``fresh_source_db`` run a test once per flavour (ids ``[mariadb]``, ``[mysql]``):
-what differs between the two servers is in ``tests/integration/flavors.py``.
+The ``mariadb118`` fixture is the local MariaDB 11.8 (``cdc_ingest.services.MariaDB118``,
+chrooted in ``<cache>/mariadb-root``), started only by the tests that ask for it.
+
+``source`` / ``fresh_source_db`` run a test once per flavour (ids ``[mariadb]``, ``[mysql]``);
+the tests that must hold on every server take ``[mariadb118]`` too
+(``@pytest.mark.parametrize("source", ALL_SERVERS, indirect=True)``). What differs between
+the servers is in ``tests/integration/flavors.py``.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import pytest
 from testcontainers.community.kafka import KafkaContainer
 from testcontainers.community.mysql import MySqlContainer
 
-from cdc_ingest.services import KafkaBroker, MariaDB, MySQL
+from cdc_ingest.services import KafkaBroker, MariaDB, MariaDB118, MySQL
 from cdc_ingest.services._kafka_probe import wait_until_ready
 from cdc_ingest.sink.writer import close_clients
 from tests.integration.flavors import FLAVORS, Source
@@ -111,6 +116,21 @@ def mysql(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     least-privileged ``cdc``/``cdc`` (caching_sha2_password). Same attributes as ``mariadb``."""
     server = MySQL(tmp_path_factory.mktemp("services") / "mysql")
     # wipe: its data lives in the shared MySQL root, not under the session's tmp dir.
+    request.addfinalizer(functools.partial(server.stop, wipe=True))
+    try:
+        server.start()
+    except BaseException:
+        server.stop(wipe=True)
+        raise
+    return server
+
+
+@pytest.fixture(scope="session")
+def mariadb118(request: pytest.FixtureRequest,
+               tmp_path_factory: pytest.TempPathFactory) -> MariaDB118:
+    """A running MariaDB 11.8 (Debian sid's, chrooted in ``<cache>/mariadb-root``), set up as
+    the ``mariadb`` fixture's server. Same attributes as ``mariadb``."""
+    server = MariaDB118(tmp_path_factory.mktemp("services") / "mariadb118")
     request.addfinalizer(functools.partial(server.stop, wipe=True))
     try:
         server.start()

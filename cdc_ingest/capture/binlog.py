@@ -42,6 +42,7 @@ from cdc_ingest.capture.decoder import (
 from cdc_ingest.capture.events import BinlogEvent, Ddl, Heartbeat, Rows, TxBegin, TxCommit
 from cdc_ingest.capture.mysql_json import json_text
 from cdc_ingest.capture.partial_rows import PartialJsonError, PartialRows
+from cdc_ingest.capture.schema import UnsupportedColumn
 from cdc_ingest.capture.socket_reader import Idle, SocketReader
 from cdc_ingest.capture.tablemap import CatalogLookup, SchemaCache
 from cdc_ingest.capture.unsupported import partial_json_failed, unsupported_event
@@ -238,8 +239,17 @@ class BinlogReader:
     def _rows(self, ev: Any, kind: str, partial: bool = False) -> Rows | None:
         if not self._captured(ev.schema, ev.table):
             return None
-        schema, decode = self._schemas.resolve(ev.table_map[ev.table_id])
         where = f"{self._stream.log_file}:{ev.packet.log_pos}"
+        try:
+            schema, decode = self._schemas.resolve(ev.table_map[ev.table_id])
+        except UnsupportedColumn as exc:
+            raise SourceError(
+                f"cannot capture {ev.schema}.{ev.table} at binlog {where}"
+                + (f" (GTID {self._gtid})" if self._gtid else "")
+                + f": column {exc.column_name}: {exc}. Nothing of this table from here on "
+                "was captured. Fix: leave the table out (source.tables.exclude), or change the "
+                "column to a type capture knows (docs/changelog-format.md), then start again."
+            ) from exc
         present = (1 << ev.number_of_columns) - 1
         bitmaps = [ev.columns_present_bitmap]
         if kind == "U":

@@ -4,7 +4,11 @@ classes, once per process (:func:`teach_the_library`):
 * **VECTOR columns** (MySQL 9.0+): the library misreads the TableMap of any table with a
   VECTOR column, captured or not: it reads no metadata for the column (VECTOR has one byte,
   its length prefix size, as a BLOB), and it stops at optional metadata types it does not know
-  (VECTOR's dimensionality, 13): "0 (or 13) is not a valid MetadataFieldType".
+  (VECTOR's dimensionality, 13): "0 (or 13) is not a valid MetadataFieldType". And MySQL
+  counts a VECTOR column among the character columns whose charsets the optional metadata
+  lists (it has one: binary), while the library does not: every text column after a VECTOR
+  took the charset of the character column before it (the first one VECTOR's binary, so its
+  text came out as base64). The library is taught that VECTOR has a charset entry on MySQL.
 * **tagged GTID sets** (MySQL 8.3+): the library encodes the GTID set it sends in
   COM_BINLOG_DUMP_GTID with its own ``GtidSet``, which cannot parse ``uuid:tag:1-3``. The dump
   request uses :func:`cdc_ingest.mysql.encode_gtid_set` instead (MySQL's tagged format when
@@ -52,8 +56,16 @@ def _teach_vector() -> None:
         drop_unknown_metadata(self.packet.packet)
         return optional(self)
 
+    character = TableMapEvent._is_character_column
+
+    def character_with_vector(column_type: int, dbms: str = "mysql") -> bool:
+        if column_type == FieldType.VECTOR and dbms == "mysql":
+            return True
+        return bool(character(column_type, dbms=dbms))
+
     _LibraryColumn._Column__parse_column_definition = parse_with_vector
     TableMapEvent._get_optional_meta_data = known_optional_metadata
+    TableMapEvent._is_character_column = staticmethod(character_with_vector)
 
 
 _taught: list[bool] = []

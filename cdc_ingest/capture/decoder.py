@@ -15,6 +15,7 @@ from typing import Any
 
 from cdc_ingest.capture import values as V
 from cdc_ingest.capture.geometry import geometry_json
+from cdc_ingest.capture.mariadb_types import KIND_TEXT
 from cdc_ingest.capture.plan import compile_plan, compiled_available
 from cdc_ingest.capture.schema import (
     LENGTH_PREFIXED,
@@ -75,6 +76,8 @@ def _payload(col: ColumnSpec, i: int, width: int) -> list[str]:
         lines.append(f"v{i} = json_text(b)")
     elif col.type == FieldType.VECTOR:
         lines.append(f"v{i} = vector(b)")
+    elif col.kind:
+        lines.append(f"v{i} = {col.kind}_text(b)")
     elif col.encoding in (None, "binary"):
         if col.type == FieldType.STRING:
             lines.append(f"v{i} = fixed_binary(b, {col.length})")
@@ -141,7 +144,7 @@ def _column_lines(col: ColumnSpec, i: int, consts: dict[str, Any]) -> list[str]:
         return _payload(col, i, 2 if col.length > 255 else 1)
     if t in LENGTH_PREFIXED:
         return _payload(col, i, col.length)
-    raise UnsupportedColumn(f"column type code {t} is not supported")
+    raise UnsupportedColumn(f"binlog column type code {t} is not supported", col.name)
 
 
 def _source(schema: TableSchema, consts: dict[str, Any]) -> str:
@@ -173,6 +176,7 @@ def compile_decoder(schema: TableSchema, json_text: JsonText) -> RowDecoder:
         for name in _HELPERS
     }
     namespace["geometry_json"] = geometry_json
+    namespace.update((f"{kind}_text", text) for kind, text in KIND_TEXT.items())
     namespace["json_text"] = json_text
     source = _source(schema, namespace)
     code = compile(source, f"<decoder {schema.db}.{schema.table}>", "exec")

@@ -92,6 +92,8 @@ def binlog_type(col: ColumnSpec) -> str:
     t, unsigned = col.type, col.unsigned
     if binlog_class(col) == "bool":
         return "BOOLEAN"
+    if col.kind:  # MariaDB's UUID, INET4, INET6: their text
+        return "STRING"
     simple = {FieldType.TINY: "SMALLINT" if unsigned else "TINYINT",
               FieldType.SHORT: "INT" if unsigned else "SMALLINT", FieldType.INT24: "INT",
               FieldType.LONG: "BIGINT" if unsigned else "INT",

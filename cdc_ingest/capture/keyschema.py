@@ -82,6 +82,8 @@ def binlog_class(col: ColumnSpec) -> str:
         return "string"
     if t == FieldType.SET:
         return "set"
+    if col.kind:  # MariaDB's UUID, INET4, INET6: their text
+        return col.kind
     if t in _TEXTS:
         if col.encoding not in (None, "binary"):
             return "string"
@@ -118,7 +120,7 @@ def catalog_class(col: Column, tinyint1_as_boolean: bool) -> str:
         return f"binary:{col.octet_length or 0}"
     if kind in _SQL_BINARIES:
         return "binary"
-    if kind in ("json", "vector"):
+    if kind in ("json", "vector", "uuid", "inet4", "inet6"):
         return kind
     if kind in _SQL_GEOMETRIES:
         return "geometry"

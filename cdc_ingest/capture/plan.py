@@ -9,6 +9,7 @@ import orjson
 
 from cdc_ingest.capture import values as V
 from cdc_ingest.capture.geometry import geometry_json
+from cdc_ingest.capture.mariadb_types import KIND_TEXT
 from cdc_ingest.capture.schema import (
     LENGTH_PREFIXED,
     ColumnSpec,
@@ -56,6 +57,8 @@ def _payload_op(col: ColumnSpec, width: int, json_text: JsonText) -> PlanOp:
         return OP_PY_PAYLOAD, width, 0, json_text
     if col.type == FieldType.VECTOR:
         return OP_PY_PAYLOAD, width, 0, V.vector
+    if col.kind:
+        return OP_PY_PAYLOAD, width, 0, KIND_TEXT[col.kind]
     if col.encoding in (None, "binary"):
         if col.type == FieldType.STRING:
             length = col.length
@@ -112,7 +115,7 @@ def _column_op(col: ColumnSpec, json_text: JsonText) -> PlanOp:
         return _payload_op(col, 2 if col.length > 255 else 1, json_text)
     if t in LENGTH_PREFIXED:
         return _payload_op(col, col.length, json_text)
-    raise UnsupportedColumn(f"column type code {t} is not supported")
+    raise UnsupportedColumn(f"binlog column type code {t} is not supported", col.name)
 
 
 def compile_plan(schema: TableSchema, json_text: JsonText) -> Any:

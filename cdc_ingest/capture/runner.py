@@ -31,7 +31,7 @@ from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer
 from cdc_ingest.kafka.admin import FIRST_CONTACT_S
 from cdc_ingest.kafka.limits import message_limit
 from cdc_ingest.model import Position
-from cdc_ingest.mysql import Catalog
+from cdc_ingest.mysql import Catalog, TableFacts
 
 log = logging.getLogger(__name__)
 
@@ -149,10 +149,9 @@ class Capture:
             self._watch = None
         return arrived and not self._stop
 
-    def _table_facts(self, db: str,
-                     table: str) -> tuple[frozenset[str], tuple[str, ...], bool]:
-        booleans, keys, configured = self._catalog.table_facts(db, table)
-        return (booleans if self.o.tinyint1_as_boolean else frozenset()), keys, configured
+    def _table_facts(self, db: str, table: str) -> TableFacts:
+        facts = self._catalog.table_facts(db, table)
+        return facts if self.o.tinyint1_as_boolean else facts._replace(booleans=frozenset())
 
     def _prepare_topics(self) -> int:
         """The changelog and the internal topics exist; returns the changelog's partitions."""

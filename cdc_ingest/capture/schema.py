@@ -67,6 +67,9 @@ class ColumnSpec:
     encoding: str | None = None
     labels: tuple[str, ...] = ()
     as_boolean: bool = False
+    # A type the binlog writes as another and only the catalog names (:data:`TEXT_KINDS`):
+    # MariaDB's UUID / INET4 / INET6, which the binlog holds as BINARY(16 / 4 / 16)
+    kind: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,5 +100,13 @@ LENGTH_PREFIXED = (
 )
 
 
+# MariaDB's data-type plugins: stored as BINARY(n), printed by the server as text
+TEXT_KINDS = {"uuid": 16, "inet4": 4, "inet6": 16}
+
+
 class UnsupportedColumn(ValueError):
-    """A column type the decoder cannot represent."""
+    """A column the decoder cannot represent exactly; ``column_name`` names it."""
+
+    def __init__(self, message: str, column_name: str = "?") -> None:
+        super().__init__(message)
+        self.column_name = column_name

@@ -10,12 +10,21 @@ from typing import Any
 
 from cdc_ingest.capture.decoder import EventDecoder, event_decoder
 from cdc_ingest.capture.keyschema import binlog_primary_key
-from cdc_ingest.capture.schema import ColumnSpec, FieldType, JsonText, TableSchema
+from cdc_ingest.capture.schema import (
+    TEXT_KINDS,
+    ColumnSpec,
+    FieldType,
+    JsonText,
+    TableSchema,
+    UnsupportedColumn,
+)
+from cdc_ingest.mysql import TableFacts
 
-# (db, table) -> names of TINYINT(1) columns, the key columns in key order (the primary key,
-# or the configured key columns of a table without one), and whether those are configured
-# (then they are the key whatever the binlog says)
-CatalogLookup = Callable[[str, str], tuple[frozenset[str], tuple[str, ...], bool]]
+# (db, table) -> what the catalog knows of the table that its TableMap does not: the names of
+# TINYINT(1) columns, the key columns in key order (the primary key, or the configured key
+# columns of a table without one), whether those are configured (then they are the key
+# whatever the binlog says), and the columns of a type the binlog writes as another
+CatalogLookup = Callable[[str, str], TableFacts]
 
 
 class SchemaCache:
@@ -50,8 +59,10 @@ class SchemaCache:
 
     def _build(self, table_map: Any, signature: tuple[object, ...]) -> TableSchema:
         db, table = table_map.schema, table_map.table
-        booleans, catalog_keys, configured = self._catalog(db, table)
-        columns = tuple(_column_spec(c, booleans) for c in table_map.columns)
+        facts = self._catalog(db, table)
+        columns = tuple(_column_spec(c, facts.booleans, facts.kinds.get(c.name, ""))
+                        for c in table_map.columns)
+        catalog_keys, configured = facts.keys, facts.configured
         # The primary key when the event was written, in key order; the catalog's is today's,
         # which after an ALTER may not be the one these rows had.
         in_binlog = binlog_primary_key(table_map)
@@ -81,16 +92,30 @@ def _meta(c: Any) -> tuple[object, ...]:
     )
 
 
-def _column_spec(c: Any, booleans: frozenset[str]) -> ColumnSpec:
+def _column_spec(c: Any, booleans: frozenset[str], kind: str = "") -> ColumnSpec:
+    """One column as the TableMap describes it; ``kind``: the catalog's type of a column the
+    binlog writes as another type (MariaDB's UUID, INET4, INET6 and VECTOR)."""
     length = getattr(c, "max_length", None) or getattr(c, "length_size", None) or 0
     if c.type in (FieldType.ENUM, FieldType.SET):
         length = c.size
     labels = tuple((c.enum_values or [""])[1:]) if c.type == FieldType.ENUM else ()
     if c.type == FieldType.SET:
         labels = tuple(c.set_values or ())
+    field_type = c.type
+    binary = c.character_set_name in (None, "binary")
+    if kind in TEXT_KINDS:
+        if not (c.type == FieldType.STRING and binary and length == TEXT_KINDS[kind]):
+            raise _catalog_mismatch(c, kind, f"BINARY({TEXT_KINDS[kind]})")
+    elif kind == "vector" and c.type != FieldType.VECTOR:
+        # MariaDB 11.7+ writes VECTOR(n) as VARBINARY(4n): its length prefix is 1 or 2 bytes
+        if not (c.type == FieldType.VARCHAR and binary and length % 4 == 0):
+            raise _catalog_mismatch(c, kind, "VARBINARY(4n)")
+        field_type, length = FieldType.VECTOR, 1 if length <= 255 else 2
+    else:
+        kind = ""
     return ColumnSpec(
         name=c.name,
-        type=c.type,
+        type=field_type,
         unsigned=bool(c.unsigned),
         length=int(length),
         precision=getattr(c, "precision", 0) or 0,
@@ -100,4 +125,14 @@ def _column_spec(c: Any, booleans: frozenset[str]) -> ColumnSpec:
         encoding=c.character_set_name,
         labels=labels,
         as_boolean=c.type == FieldType.TINY and c.name in booleans,
+        kind=kind if kind in TEXT_KINDS else "",
     )
+
+
+def _catalog_mismatch(c: Any, kind: str, expected: str) -> UnsupportedColumn:
+    return UnsupportedColumn(
+        f"the server's catalog says column {c.name} is {kind.upper()} (written to the binlog "
+        f"as {expected}), but this TableMap describes type code {c.type}, length "
+        f"{getattr(c, 'max_length', None)}, charset {c.character_set_name}: the table was "
+        "altered after these rows were written, and reading them as today's type would guess",
+        c.name)

@@ -2,7 +2,7 @@
 streams, and the differences between server flavours (MariaDB, MySQL). No binlog here:
 reading the binlog is capture's (``cdc_ingest.capture.binlog``)."""
 
-from cdc_ingest.mysql.catalog import Catalog, KeyColumns
+from cdc_ingest.mysql.catalog import Catalog, KeyColumns, TableFacts, unknown_type_error
 from cdc_ingest.mysql.columns import COLUMNS_QUERY, Column, as_text
 from cdc_ingest.mysql.connection import (
     ConnectionSettings,
@@ -22,11 +22,13 @@ __all__ = [
     "ConnectionSettings",
     "Flavor",
     "KeyColumns",
+    "TableFacts",
     "as_text",
     "connect",
     "connection_settings",
     "query_rows",
     "stream_rows",
     "try_query",
+    "unknown_type_error",
     "went_away",
 ]

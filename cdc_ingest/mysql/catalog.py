@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 import pymysql
 
 from cdc_ingest.errors import SourceError
 from cdc_ingest.model import Position
-from cdc_ingest.mysql.columns import COLUMNS_QUERY, Column
+from cdc_ingest.mysql.columns import CATALOG_KINDS, COLUMNS_QUERY, KNOWN_TYPES, Column
 from cdc_ingest.mysql.connection import (
     ConnectionSettings,
     connect,
@@ -25,6 +26,29 @@ log = logging.getLogger(__name__)
 
 # (db, table) -> configured key columns of a table without a primary key, or None
 KeyColumns = Callable[[str, str], tuple[str, ...] | None]
+_NO_KINDS: Mapping[str, str] = MappingProxyType({})
+
+
+class TableFacts(NamedTuple):
+    """What the binlog does not say of a table's columns: the TINYINT(1) column names, the
+    key columns in key order, whether those are configured (``source.tables.key-columns``)
+    rather than the primary key, and the columns of a type the binlog writes as another
+    (:data:`~cdc_ingest.mysql.columns.CATALOG_KINDS`: name -> ``uuid``, ``vector``...)."""
+
+    booleans: frozenset[str]
+    keys: tuple[str, ...]
+    configured: bool
+    kinds: Mapping[str, str] = _NO_KINDS
+
+
+def unknown_type_error(db: str, table: str, column: str, column_type: str) -> SourceError:
+    """A captured table has a column of a type this version cannot read exactly."""
+    return SourceError(
+        f"column {column} of {db}.{table} has type {column_type}, which this version of "
+        "cdc-ingest cannot read exactly, so nothing of the table was captured (a guessed "
+        "value would be a wrong row). Fix: leave the table out (source.tables.exclude: "
+        f"{db}.{table}), or change the column to a type capture knows "
+        "(docs/changelog-format.md lists them), then start again.")
 
 
 class Catalog:
@@ -39,7 +63,7 @@ class Catalog:
         self._settings = settings
         self._key_columns: KeyColumns = key_columns or (lambda db, table: None)
         self._conn = connect(settings, retries)
-        self._tables: dict[tuple[str, str], tuple[frozenset[str], tuple[str, ...], bool]] = {}
+        self._tables: dict[tuple[str, str], TableFacts] = {}
         self.version: str = str(self._one("SELECT VERSION()")[0])
         self.flavor = Flavor.of(self.version)
         self.is_mariadb = self.flavor.mariadb
@@ -66,17 +90,17 @@ class Catalog:
             raise unavailable(f"a query to MySQL at {self._settings.host}:"
                               f"{self._settings.port}", exc) from exc
 
-    def table_facts(self, db: str,
-                    table: str) -> tuple[frozenset[str], tuple[str, ...], bool]:
-        """(TINYINT(1) column names, key columns in key order, whether those are configured
-        in ``source.tables.key-columns`` rather than the primary key) of a table, cached."""
+    def table_facts(self, db: str, table: str) -> TableFacts:
+        """A table's :class:`TableFacts`, cached. Raises :func:`unknown_type_error` for a
+        column of a type not in :data:`~cdc_ingest.mysql.columns.KNOWN_TYPES`."""
         hit = self._tables.get((db, table))
         if hit is None:
             configured = self._key_columns(db, table)
             if configured:
                 self.check_unique(db, table, tuple(configured))
             keys = tuple(configured) if configured else self.primary_key(db, table)
-            hit = (self._booleans(db, table), keys, bool(configured))
+            booleans, kinds = self._column_facts(db, table)
+            hit = TableFacts(booleans, keys, bool(configured), kinds)
             self._tables[(db, table)] = hit
         return hit
 
@@ -88,13 +112,16 @@ class Catalog:
     def forget(self, db: str, table: str) -> None:
         self._tables.pop((db, table), None)
 
-    def _booleans(self, db: str, table: str) -> frozenset[str]:
-        rows = self._all(
-            "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s "
-            "AND TABLE_NAME=%s AND LOWER(COLUMN_TYPE) IN ('tinyint(1)', 'tinyint(1) unsigned')",
-            (db, table),
-        )
-        return frozenset(r[0] for r in rows)
+    def _column_facts(self, db: str, table: str) -> tuple[frozenset[str], Mapping[str, str]]:
+        booleans, kinds = set(), {}
+        for column in self.columns(db, table):
+            if column.data_type not in KNOWN_TYPES:
+                raise unknown_type_error(db, table, column.name, column.column_type)
+            if column.column_type.lower() in ("tinyint(1)", "tinyint(1) unsigned"):
+                booleans.add(column.name)
+            if column.data_type in CATALOG_KINDS:
+                kinds[column.name] = column.data_type
+        return frozenset(booleans), MappingProxyType(kinds)
 
     def primary_key(self, db: str, table: str) -> tuple[str, ...]:
         rows = self._all(

@@ -17,6 +17,23 @@ COLUMNS_QUERY = (
 )
 
 
+# Every DATA_TYPE information_schema.COLUMNS shows on MySQL 8.0+/9 and MariaDB 10.5+/11.8
+# (lower case): what capture, the snapshot and verify know how to read. A column of any other
+# type stops capture of its table before anything of it is written (unknown_type_error).
+KNOWN_TYPES = frozenset({
+    "tinyint", "smallint", "mediumint", "int", "integer", "bigint", "decimal", "numeric",
+    "float", "double", "real", "double precision", "bit", "date", "time", "datetime",
+    "timestamp", "year", "char", "varchar", "binary", "varbinary", "tinytext", "text",
+    "mediumtext", "longtext", "tinyblob", "blob", "mediumblob", "longblob", "enum", "set",
+    "json", "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring",
+    "multipolygon", "geometrycollection", "geomcollection", "vector",
+    "uuid", "inet4", "inet6",  # MariaDB's data-type plugins (10.7+, 10.10+, 10.5+)
+})
+# Types the binlog writes as another type, so that only the catalog tells them apart:
+# MariaDB's UUID, INET4, INET6 (as BINARY(16 / 4 / 16)) and VECTOR (as VARBINARY(4n)).
+CATALOG_KINDS = frozenset({"uuid", "inet4", "inet6", "vector"})
+
+
 @dataclass(frozen=True)
 class Column:
     """``data_type`` is lower case (``decimal``); ``column_type`` as the server spells it

@@ -1,10 +1,11 @@
 """``python -m cdc_ingest.services {start,stop,status,fetch} [SERVICE] [--home DIR]``.
 
-SERVICE: ``mariadb``, ``mysql``, ``kafka`` or ``all``.
+SERVICE: ``mariadb``, ``mysql``, ``mariadb118``, ``kafka`` or ``all``.
 
 Prints shell-friendly ``NAME=value`` lines (``eval "$(python -m cdc_ingest.services start)"``).
-``all`` (the default) is MariaDB and Kafka; the MySQL 9.7 is only ever named: ``mysql``. Its
-lines are ``MYSQL97_*`` so they do not clash with MariaDB's ``MYSQL_*``. Every command is safe
+``all`` (the default) is MariaDB and Kafka; the MySQL 9.7 and the MariaDB 11.8 are only ever
+named: ``mysql``, ``mariadb118``. Their lines are ``MYSQL97_*`` and ``MARIADB118_*`` so they do
+not clash with MariaDB's ``MYSQL_*``. Every command is safe
 to run twice.
 """
 
@@ -20,11 +21,16 @@ from cdc_ingest.cache import cache_dir
 from cdc_ingest.services._process import ServiceError
 from cdc_ingest.services.kafka import KafkaBroker, fetch_jars
 from cdc_ingest.services.mariadb import MariaDB
-from cdc_ingest.services.mysql import MySQL
-from cdc_ingest.services.mysql_root import root_dir
+from cdc_ingest.services.mariadb118 import MariaDB118
+from cdc_ingest.services.mysql import ChrootServer, MySQL
 
 SERVICES = ("mariadb", "kafka")  # what `all` means
-CHOICES = ("mariadb", "mysql", "kafka", "all")
+CHOICES = ("mariadb", "mysql", "mariadb118", "kafka", "all")
+# the servers that run chrooted in a Debian sid root: class, prefix of their lines
+CHROOTED: dict[str, tuple[type[ChrootServer], str]] = {
+    "mysql": (MySQL, "MYSQL97"),
+    "mariadb118": (MariaDB118, "MARIADB118"),
+}
 
 
 def _emit(**values: object) -> None:
@@ -42,18 +48,19 @@ def _mariadb_env(db: MariaDB) -> None:
     )
 
 
-def _mysql_env(db: MySQL) -> None:
-    _emit(
-        MYSQL97_HOST=db.host,
-        MYSQL97_PORT=db.port,
-        MYSQL97_USER=db.cdc["user"],
-        MYSQL97_PASSWORD=db.cdc["password"],
-        MYSQL97_ROOT_PASSWORD=db.admin["password"],
-    )
+def _chrooted_env(db: ChrootServer, prefix: str) -> None:
+    _emit(**{
+        f"{prefix}_HOST": db.host,
+        f"{prefix}_PORT": db.port,
+        f"{prefix}_USER": db.cdc["user"],
+        f"{prefix}_PASSWORD": db.cdc["password"],
+        f"{prefix}_ROOT_PASSWORD": db.admin["password"],
+    })
 
 
 def _status_name(service: str) -> str:
-    return "MYSQL97_STATUS" if service == "mysql" else f"{service.upper()}_STATUS"
+    prefix = CHROOTED[service][1] if service in CHROOTED else service.upper()
+    return f"{prefix}_STATUS"
 
 
 def _start(home: Path, service: str) -> int:
@@ -61,10 +68,11 @@ def _start(home: Path, service: str) -> int:
         db = MariaDB(home / "mariadb")
         db.start()
         _mariadb_env(db)
-    elif service == "mysql":
-        mysql = MySQL(home / "mysql")
-        mysql.start()
-        _mysql_env(mysql)
+    elif service in CHROOTED:
+        kind, prefix = CHROOTED[service]
+        server = kind(home / service)
+        server.start()
+        _chrooted_env(server, prefix)
     else:
         broker = KafkaBroker(home / "kafka")
         broker.start()
@@ -73,11 +81,11 @@ def _start(home: Path, service: str) -> int:
 
 
 def _stop(home: Path, service: str) -> int:
-    server: MariaDB | MySQL | KafkaBroker
+    server: MariaDB | ChrootServer | KafkaBroker
     if service == "mariadb":
         server = MariaDB(home / "mariadb")
-    elif service == "mysql":
-        server = MySQL(home / "mysql")
+    elif service in CHROOTED:
+        server = CHROOTED[service][0](home / service)
     else:
         server = KafkaBroker(home / "kafka")
     server.stop()
@@ -91,11 +99,12 @@ def _status(home: Path, service: str) -> int:
         running = db.is_running()
         if running:
             _mariadb_env(db)
-    elif service == "mysql":
-        mysql = MySQL(home / "mysql")
-        running = mysql.is_running()
+    elif service in CHROOTED:
+        kind, prefix = CHROOTED[service]
+        chrooted = kind(home / service)
+        running = chrooted.is_running()
         if running:
-            _mysql_env(mysql)
+            _chrooted_env(chrooted, prefix)
     else:
         broker = KafkaBroker(home / "kafka")
         running = broker.is_running()
@@ -108,9 +117,10 @@ def _status(home: Path, service: str) -> int:
 def _fetch(home: Path, service: str) -> int:
     if service == "kafka":
         _emit(KAFKA_LIBS=fetch_jars())
-    elif service == "mysql":
-        MySQL.ensure_installed()
-        _emit(MYSQL97_ROOT=root_dir())
+    elif service in CHROOTED:
+        kind, prefix = CHROOTED[service]
+        kind.ensure_installed()
+        _emit(**{f"{prefix}_ROOT": kind.root.path})
     else:
         MariaDB.ensure_installed()
         _emit(MARIADB_INSTALLED="yes")
@@ -128,21 +138,23 @@ COMMANDS: dict[str, Callable[[Path, str], int]] = {
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m cdc_ingest.services",
-        description="Start, stop or inspect the local MariaDB, MySQL 9.7 and Kafka used for dev "
-        "and tests.",
+        description="Start, stop or inspect the local MariaDB, MySQL 9.7, MariaDB 11.8 and "
+        "Kafka used for dev and tests.",
     )
     parser.add_argument(
         "command",
         choices=COMMANDS,
-        help="fetch: install MariaDB if missing / build the MySQL root (Debian sid, "
-        "needs root) / download the Kafka jars; status exits 3 when a service is stopped",
+        help="fetch: install MariaDB if missing / build the MySQL or MariaDB 11.8 root "
+        "(Debian sid, needs root) / download the Kafka jars; status exits 3 when a service is "
+        "stopped",
     )
     parser.add_argument(
         "service",
         nargs="?",
         default="all",
         choices=CHOICES,
-        help="all (the default) = mariadb and kafka; mysql is MySQL 9.7, only when named",
+        help="all (the default) = mariadb and kafka; mysql is MySQL 9.7 and mariadb118 is "
+        "MariaDB 11.8, only when named",
     )
     parser.add_argument(
         "--home",

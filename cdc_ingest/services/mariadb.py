@@ -8,7 +8,7 @@ import logging
 import os
 import shutil
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pymysql
 
@@ -36,8 +36,10 @@ MAX_SOCKET_PATH = 100
 
 
 
-def _server_options(home: Path, port: int, socket: Path) -> dict[str, OptionValue]:
-    """The my.cnf [mariadbd] options; keys use underscores so overrides can replace them."""
+def server_options(home: PurePosixPath | Path, port: int, socket: PurePosixPath | Path
+                   ) -> dict[str, OptionValue]:
+    """The my.cnf [mariadbd] options, paths under ``home`` (as the server sees it); keys use
+    underscores so overrides can replace them."""
     return {
         "datadir": str(home / "data"),
         "port": port,
@@ -60,7 +62,7 @@ def _server_options(home: Path, port: int, socket: Path) -> dict[str, OptionValu
     }
 
 
-def _render_cnf(options: dict[str, OptionValue], port: int, socket: Path) -> str:
+def render_cnf(options: dict[str, OptionValue], port: int, socket: PurePosixPath | Path) -> str:
     lines = ["# written by cdc_ingest.services.mariadb; rewritten on every start", "[mariadbd]"]
     for key, value in options.items():
         if value is None or value is False:
@@ -122,7 +124,7 @@ class MariaDB(LocalSqlServer):
 
     def _launch_command(self) -> list[str]:
         """Write the config file; return the server's command line."""
-        self.config_file.write_text(_render_cnf(self._options(), self.port, self.socket))
+        self.config_file.write_text(render_cnf(self._options(), self.port, self.socket))
         user = ["--user=root"] if os.geteuid() == 0 else []
         return [str(MARIADBD), f"--defaults-file={self.config_file}", *user]
 
@@ -139,7 +141,7 @@ class MariaDB(LocalSqlServer):
     # -- internals ------------------------------------------------------------------------
 
     def _options(self) -> dict[str, OptionValue]:
-        return {**_server_options(self.home, self.port, self.socket), **self._overrides}
+        return {**server_options(self.home, self.port, self.socket), **self._overrides}
 
     def _initialise(self) -> None:
         marker = self.home / ".initialised"
@@ -173,23 +175,27 @@ class MariaDB(LocalSqlServer):
         return True
 
     def _provision(self) -> None:
-        """Give root its password and create the least-privileged ``cdc`` user (idempotent)."""
-        try:
-            conn = pymysql.connect(**self.admin, autocommit=True)
-        except pymysql.err.OperationalError as exc:
-            if exc.args[0] != ACCESS_DENIED:
-                raise
-            # Fresh data directory: root has no password yet and may use the socket.
-            conn = pymysql.connect(unix_socket=str(self.socket), user="root", autocommit=True)
-        with conn, conn.cursor() as cur:
-            # Only these can log in: skip-name-resolve ignores the root@<hostname> account.
-            cur.execute(
-                "SELECT host FROM mysql.user"
-                " WHERE user = 'root' AND host IN ('localhost', '127.0.0.1', '::1')"
-            )
-            for (host,) in cur.fetchall():
-                cur.execute("ALTER USER 'root'@%s IDENTIFIED BY %s", (host, ROOT_PASSWORD))
-            cur.execute(
-                "CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s", (CDC_USER, CDC_PASSWORD)
-            )
-            cur.execute(f"GRANT {CDC_GRANTS} ON *.* TO %s@'%%'", (CDC_USER,))
+        provision(self.admin, self.socket)
+
+
+def provision(admin: dict[str, object], socket: Path) -> None:
+    """Give root its password and create the least-privileged ``cdc`` user (idempotent)."""
+    try:
+        conn = pymysql.connect(**admin, autocommit=True)
+    except pymysql.err.OperationalError as exc:
+        if exc.args[0] != ACCESS_DENIED:
+            raise
+        # Fresh data directory: root has no password yet and may use the socket.
+        conn = pymysql.connect(unix_socket=str(socket), user="root", autocommit=True)
+    with conn, conn.cursor() as cur:
+        # Only these can log in: skip-name-resolve ignores the root@<hostname> account.
+        cur.execute(
+            "SELECT host FROM mysql.user"
+            " WHERE user = 'root' AND host IN ('localhost', '127.0.0.1', '::1')"
+        )
+        for (host,) in cur.fetchall():
+            cur.execute("ALTER USER 'root'@%s IDENTIFIED BY %s", (host, ROOT_PASSWORD))
+        cur.execute(
+            "CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s", (CDC_USER, CDC_PASSWORD)
+        )
+        cur.execute(f"GRANT {CDC_GRANTS} ON *.* TO %s@'%%'", (CDC_USER,))

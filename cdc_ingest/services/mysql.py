@@ -31,11 +31,9 @@ from cdc_ingest.services._server import (
     LocalSqlServer,
 )
 from cdc_ingest.services.mysql_root import (
-    MYSQLD,
+    MYSQL_ROOT,
     SERVERS_DIR,
-    ensure_root,
-    prune_abandoned_servers,
-    root_dir,
+    SidRoot,
     sbin,
     server_pids,
 )
@@ -45,20 +43,20 @@ log = logging.getLogger(__name__)
 
 
 
-class MySQL(LocalSqlServer):
-    """One MySQL 9.7 server for ``home``, run chrooted in the shared MySQL root."""
+class ChrootServer(LocalSqlServer):
+    """A server for ``home`` run chrooted in a shared Debian sid root (:attr:`root`)."""
 
-    label = "MySQL"
-    ready_timeout = 120.0
+    root: SidRoot = MYSQL_ROOT
+    daemon_log = "mysqld.log"
 
     @property
     def log_file(self) -> Path:
         """mysqld's output (its error log goes to the console)."""
-        return self.home / "mysqld.log"
+        return self.home / self.daemon_log
 
     @property
     def pid_file(self) -> Path:
-        return self.home / "mysqld.pid"
+        return self.home / (self.daemon_log.removesuffix(".log") + ".pid")
 
     @property
     def run_dir(self) -> PurePosixPath:
@@ -69,7 +67,7 @@ class MySQL(LocalSqlServer):
     @property
     def server_dir(self) -> Path:
         """This server's directory inside the root, as seen from outside it."""
-        return root_dir() / self.run_dir.relative_to("/")
+        return self.root.path / self.run_dir.relative_to("/")
 
     @property
     def config_file(self) -> Path:
@@ -90,18 +88,22 @@ class MySQL(LocalSqlServer):
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    @staticmethod
-    def ensure_installed() -> None:
-        """Build the MySQL root (``<cache>/mysql-root``) unless it exists; needs root."""
-        ensure_root()
+    @classmethod
+    def ensure_installed(cls) -> None:
+        """Build the server's root (``<cache>/<root name>``) unless it exists; needs root."""
+        cls.root.ensure()
+
+    def _render_cnf(self) -> str:
+        raise NotImplementedError
 
     def _launch_command(self) -> list[str]:
         """Write the config file; return the server's command line."""
-        self.config_file.write_text(render_cnf(self._options()))
-        return [sbin("chroot"), str(root_dir()), MYSQLD, self._marker, "--user=root"]
+        self.config_file.write_text(self._render_cnf())
+        return [sbin("chroot"), str(self.root.path), self.root.daemon, self._marker,
+                "--user=root"]
 
     def _prepare(self) -> None:
-        prune_abandoned_servers()
+        self.root.prune_abandoned_servers()
         if not self.state_file.exists():
             self._discard_leftovers()
 
@@ -116,12 +118,54 @@ class MySQL(LocalSqlServer):
             shutil.rmtree(self.home, ignore_errors=True)
             self._port = None
 
+    def _discard_leftovers(self) -> None:
+        """A new home at a path used before: drop what the old one left in the root."""
+        if not self.server_dir.exists():
+            return
+        pids = server_pids(self.run_dir)
+        if pids:
+            raise ServiceError(
+                f"{self.label} (pid {', '.join(map(str, pids))}) still runs from "
+                f"{self.server_dir} but {self.home} has no state: stop it (kill {pids[0]}) "
+                "and start again"
+            )
+        log.info("deleting %s, left by an earlier %s", self.server_dir, self.home)
+        shutil.rmtree(self.server_dir)
+
+    def _claim(self) -> bool:
+        """Link ``home/server`` to the server directory and record its owner; False when
+        the server directory is already initialised."""
+        link = self.home / "server"
+        if not link.is_symlink():
+            link.symlink_to(self.server_dir)
+        if (self.server_dir / ".initialised").exists():
+            return False
+        shutil.rmtree(self.datadir, ignore_errors=True)  # a half-done earlier attempt
+        for sub in ("binlog", "tmp"):
+            (self.server_dir / sub).mkdir(parents=True, exist_ok=True)
+        (self.server_dir / "home").write_text(f"{self.home}\n")  # whose directory this is
+        return True
+
+    def _in_root(self, *command: str) -> list[str]:
+        return [sbin("chroot"), str(self.root.path), *command]
+
+
+class MySQL(ChrootServer):
+    """One MySQL 9.7 server for ``home``, run chrooted in the shared MySQL root."""
+
+    label = "MySQL"
+    ready_timeout = 120.0
+    root = MYSQL_ROOT
+
     def restart_with(self, **options: OptionValue) -> None:
         """See :meth:`LocalSqlServer.restart_with`; ``log_bin=None`` adds ``skip_log_bin``,
         since MySQL logs by default."""
         super().restart_with(**options)
 
     # -- internals ------------------------------------------------------------------------
+
+    def _render_cnf(self) -> str:
+        return render_cnf(self._options())
 
     def _options(self) -> dict[str, OptionValue]:
         options = {**server_options(self.run_dir, self.port), **self._overrides}
@@ -130,31 +174,10 @@ class MySQL(LocalSqlServer):
             options.setdefault("skip_log_bin", True)
         return options
 
-    def _discard_leftovers(self) -> None:
-        """A new home at a path used before: drop what the old one left in the root."""
-        if not self.server_dir.exists():
-            return
-        pids = server_pids(self.run_dir)
-        if pids:
-            raise ServiceError(
-                f"mysqld (pid {', '.join(map(str, pids))}) still runs from {self.server_dir} "
-                f"but {self.home} has no state: stop it (kill {pids[0]}) and start again"
-            )
-        log.info("deleting %s, left by an earlier %s", self.server_dir, self.home)
-        shutil.rmtree(self.server_dir)
-
     def _initialise(self) -> None:
         """``mysqld --initialize-insecure`` once; root gets its password for 127.0.0.1."""
-        link = self.home / "server"
-        if not link.is_symlink():
-            link.symlink_to(self.server_dir)
-        marker = self.server_dir / ".initialised"
-        if marker.exists():
+        if not self._claim():
             return
-        shutil.rmtree(self.datadir, ignore_errors=True)  # a half-done earlier attempt
-        for sub in ("binlog", "tmp"):
-            (self.server_dir / sub).mkdir(parents=True, exist_ok=True)
-        (self.server_dir / "home").write_text(f"{self.home}\n")  # whose directory this is
         init_sql = self.server_dir / "init.sql"
         init_sql.write_text(
             f"ALTER USER 'root'@'localhost' IDENTIFIED BY '{ROOT_PASSWORD}';\n"
@@ -164,10 +187,8 @@ class MySQL(LocalSqlServer):
         )
         run = self.run_dir
         run_checked(
-            [
-                sbin("chroot"),
-                str(root_dir()),
-                MYSQLD,
+            self._in_root(
+                self.root.daemon,
                 "--no-defaults",
                 "--initialize-insecure",
                 f"--datadir={run / 'data'}",
@@ -176,12 +197,12 @@ class MySQL(LocalSqlServer):
                 "--user=root",
                 "--innodb-buffer-pool-size=64M",
                 "--innodb-redo-log-capacity=64M",
-            ],
+            ),
             "mysqld --initialize-insecure",
             timeout=300,
         )
         init_sql.unlink()
-        marker.touch()
+        (self.server_dir / ".initialised").touch()
 
     def _accepts_connections(self) -> bool:
         try:

@@ -1,10 +1,12 @@
-"""The Debian sid root that holds Oracle MySQL 9.7 for the local ``MySQL`` service.
+"""The Debian sid roots that hold the servers Debian 12 lacks: Oracle MySQL 9.7 (the local
+``MySQL`` service) and MariaDB 11.8 (``MariaDB118``).
 
-Debian 12 ships no MySQL and there is no Docker engine, but Debian sid has
-``mysql-server-core``: ``ensure_root()`` builds ``<cache>/mysql-root`` once with debootstrap
-(from the Debian archive this machine's apt uses) and apt-get in a chroot, and marks it
-complete only once ``mysqld`` runs there. Servers run in it under ``chroot``, each from its own
-directory ``/srv/cdc-ingest/<id>``.
+Debian 12 ships no MySQL and only MariaDB 10.11, but Debian sid has ``mysql-server-core`` and
+``mariadb-server`` 11.8: :meth:`SidRoot.ensure` builds ``<cache>/<name>`` once with
+debootstrap (from the Debian archive this machine's apt uses) and apt-get in a chroot, and
+marks it complete only once the server binary runs there. The two packages cannot share a root
+(both install ``mysqld``), so each has its own: :data:`MYSQL_ROOT`, :data:`MARIADB_ROOT`.
+Servers run in a root under ``chroot``, each from its own directory ``/srv/cdc-ingest/<id>``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from cdc_ingest.cache import cache_dir, file_lock
@@ -23,10 +26,7 @@ from cdc_ingest.services._process import ServiceError, run_checked
 
 log = logging.getLogger(__name__)
 
-ROOT_NAME = "mysql-root"
 SUITE = "sid"
-PACKAGES = ("mysql-server-core", "mysql-client-core")
-MYSQLD = "/usr/sbin/mysqld"  # inside the root
 COMPLETE_MARKER = ".cdc-ingest-complete"  # in the root: written once the root works
 SERVERS_DIR = PurePosixPath("/srv/cdc-ingest")  # inside the root: one directory per home
 MIRROR_ENV = "CDC_INGEST_DEBIAN_MIRROR"
@@ -34,15 +34,6 @@ APT_NO_VALID_UNTIL = ("-o", "Acquire::Check-Valid-Until=false")
 
 
 # -- the root ----------------------------------------------------------------------------
-
-
-def root_dir() -> Path:
-    """The Debian sid root that holds MySQL: ``<cache>/mysql-root``."""
-    return cache_dir() / ROOT_NAME
-
-
-def root_complete(root: Path | None = None) -> bool:
-    return ((root or root_dir()) / COMPLETE_MARKER).is_file()
 
 
 def debian_mirror() -> str:
@@ -156,83 +147,126 @@ def _install_debootstrap() -> None:
         ) from exc
 
 
-def _build_root(build: Path, mirror: str) -> str:
-    """debootstrap sid into ``build`` and install MySQL there; return ``mysqld --version``."""
-    started = time.monotonic()
-    log.info("debootstrap %s from %s into %s (about a minute or two)", SUITE, mirror, build)
-    try:
-        run_checked(
-            [sbin("debootstrap"), "--variant=minbase", SUITE, str(build), mirror],
-            "debootstrap",
-            timeout=1800,
-        )
-    except ServiceError as exc:
-        raise ServiceError(
-            f"{exc}\nFix: check that {mirror} is reachable and serves '{SUITE}' (or set "
-            f"{MIRROR_ENV}), and see {build}/debootstrap/debootstrap.log if it exists"
-        ) from exc
-    log.info(
-        "debootstrap done in %.0f s; apt-get install %s",
-        time.monotonic() - started,
-        " ".join(PACKAGES),
-    )
-    env = _chroot_env()
-    apt = [sbin("chroot"), str(build), "apt-get", *APT_NO_VALID_UNTIL]
-    try:
-        run_checked([*apt, "update", "-q"], "apt-get update in the MySQL root", 600, env=env)
-        run_checked(
-            [*apt, "install", "-y", "-q", "--no-install-recommends", *PACKAGES],
-            "apt-get install in the MySQL root",
-            1200,
-            env=env,
-        )
-        run_checked([*apt, "clean"], "apt-get clean in the MySQL root", 120, env=env)
-    except ServiceError as exc:
-        raise ServiceError(
-            f"{exc}\nFix: check that {mirror} is reachable and has {', '.join(PACKAGES)} in "
-            f"'{SUITE}'; then run `python -m cdc_ingest.services fetch mysql` again"
-        ) from exc
-    version = subprocess.run(
-        [sbin("chroot"), str(build), MYSQLD, "--version"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-    if version.returncode != 0 or "Ver " not in version.stdout:
-        raise ServiceError(
-            f"mysqld in the new root does not run: {(version.stdout + version.stderr).strip()}"
-        )
-    log.info("MySQL root built in %.0f s: %s", time.monotonic() - started, version.stdout.strip())
-    return version.stdout.strip()
+@dataclass(frozen=True)
+class SidRoot:
+    """One Debian sid root: its directory name in the cache, the packages installed into it
+    and the server binary whose ``--version`` proves it works."""
 
+    name: str
+    packages: tuple[str, ...]
+    daemon: str  # the server binary, inside the root
+    what: str  # for messages: "MySQL", "MariaDB 11.8"
+    fetch_name: str  # `python -m cdc_ingest.services fetch <fetch_name>` builds it
 
-def ensure_root() -> None:
-    """Build ``<cache>/mysql-root`` (Debian sid + mysql-server-core) unless it exists.
+    @property
+    def path(self) -> Path:
+        """``<cache>/<name>``."""
+        return cache_dir() / self.name
 
-    Needs root (debootstrap, chroot). Runs once across processes (a file lock); the root
-    is built next to its final place and renamed there only once mysqld runs in it.
-    """
-    root = root_dir()
-    if root_complete(root):
-        return
-    if os.geteuid() != 0:
-        raise ServiceError(
-            f"building the MySQL root ({root}) needs root (debootstrap, chroot): "
-            "run `sudo python -m cdc_ingest.services fetch mysql` once"
-        )
-    with file_lock(root.with_name(ROOT_NAME + ".lock")):
-        if root_complete(root):
+    def complete(self, root: Path | None = None) -> bool:
+        return ((root or self.path) / COMPLETE_MARKER).is_file()
+
+    def ensure(self) -> None:
+        """Build the root unless it exists.
+
+        Needs root (debootstrap, chroot). Runs once across processes (a file lock); the root
+        is built next to its final place and renamed there only once the server runs in it.
+        """
+        root = self.path
+        if self.complete(root):
             return
-        _install_debootstrap()
-        mirror = debian_mirror()
-        build = root.with_name(ROOT_NAME + ".build")
-        _remove_tree(build)
-        version = _build_root(build, mirror)
-        (build / COMPLETE_MARKER).write_text(f"{version}\nmirror: {mirror}\n")
-        _remove_tree(root)  # an incomplete root from an older attempt
-        build.rename(root)
+        if os.geteuid() != 0:
+            raise ServiceError(
+                f"building the {self.what} root ({root}) needs root (debootstrap, chroot): "
+                f"run `sudo python -m cdc_ingest.services fetch {self.fetch_name}` once"
+            )
+        with file_lock(root.with_name(self.name + ".lock")):
+            if self.complete(root):
+                return
+            _install_debootstrap()
+            mirror = debian_mirror()
+            build = root.with_name(self.name + ".build")
+            _remove_tree(build)
+            version = self._build(build, mirror)
+            (build / COMPLETE_MARKER).write_text(f"{version}\nmirror: {mirror}\n")
+            _remove_tree(root)  # an incomplete root from an older attempt
+            build.rename(root)
+
+    def _build(self, build: Path, mirror: str) -> str:
+        """debootstrap sid into ``build`` and install the packages; return ``--version``."""
+        started = time.monotonic()
+        log.info("debootstrap %s from %s into %s (about a minute or two)", SUITE, mirror, build)
+        try:
+            run_checked(
+                [sbin("debootstrap"), "--variant=minbase", SUITE, str(build), mirror],
+                "debootstrap",
+                timeout=1800,
+            )
+        except ServiceError as exc:
+            raise ServiceError(
+                f"{exc}\nFix: check that {mirror} is reachable and serves '{SUITE}' (or set "
+                f"{MIRROR_ENV}), and see {build}/debootstrap/debootstrap.log if it exists"
+            ) from exc
+        packages = " ".join(self.packages)
+        log.info("debootstrap done in %.0f s; apt-get install %s",
+                 time.monotonic() - started, packages)
+        env = _chroot_env()
+        apt = [sbin("chroot"), str(build), "apt-get", *APT_NO_VALID_UNTIL]
+        where = f"in the {self.what} root"
+        try:
+            run_checked([*apt, "update", "-q"], f"apt-get update {where}", 600, env=env)
+            run_checked(
+                [*apt, "install", "-y", "-q", "--no-install-recommends", *self.packages],
+                f"apt-get install {where}",
+                1200,
+                env=env,
+            )
+            run_checked([*apt, "clean"], f"apt-get clean {where}", 120, env=env)
+        except ServiceError as exc:
+            raise ServiceError(
+                f"{exc}\nFix: check that {mirror} is reachable and has {packages} in "
+                f"'{SUITE}'; then run `python -m cdc_ingest.services fetch {self.fetch_name}` "
+                "again"
+            ) from exc
+        version = subprocess.run(
+            [sbin("chroot"), str(build), self.daemon, "--version"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+        if version.returncode != 0 or "Ver " not in version.stdout:
+            raise ServiceError(f"{self.daemon} in the new root does not run: "
+                               f"{(version.stdout + version.stderr).strip()}")
+        log.info("%s root built in %.0f s: %s", self.what, time.monotonic() - started,
+                 version.stdout.strip())
+        return version.stdout.strip()
+
+    def prune_abandoned_servers(self) -> list[Path]:
+        """Delete the server directories in the root whose home is gone and whose server is
+        not running (a test session killed before its clean-up, a home deleted by hand)."""
+        servers = self.path / SERVERS_DIR.relative_to("/")
+        pruned = []
+        for server in sorted(servers.iterdir()) if servers.is_dir() else []:
+            try:
+                home = Path((server / "home").read_text().strip())
+            except OSError:  # no owner recorded yet: being initialised right now
+                continue
+            run = SERVERS_DIR / server.name
+            if home.exists() or server_pids(run):
+                continue
+            log.info("deleting %s: its home %s is gone and nothing runs from it", server, home)
+            shutil.rmtree(server, ignore_errors=True)
+            pruned.append(server)
+        return pruned
+
+
+MYSQL_ROOT = SidRoot("mysql-root", ("mysql-server-core", "mysql-client-core"),
+                     "/usr/sbin/mysqld", "MySQL", "mysql")
+# mariadb-server brings mariadb-install-db and the client; its recommends are left out.
+MARIADB_ROOT = SidRoot("mariadb-root", ("mariadb-server", "mariadb-client"),
+                       "/usr/sbin/mariadbd", "MariaDB 11.8", "mariadb118")
 
 
 # -- the servers in it ------------------------------------------------------------------
@@ -251,22 +285,3 @@ def server_pids(run: PurePosixPath) -> list[int]:
         except OSError:  # gone meanwhile, or not ours to read
             continue
     return sorted(pids)
-
-
-def prune_abandoned_servers() -> list[Path]:
-    """Delete the server directories in the root whose home is gone and whose mysqld is not
-    running (a test session killed before its clean-up, a home deleted by hand)."""
-    servers = root_dir() / SERVERS_DIR.relative_to("/")
-    pruned = []
-    for server in sorted(servers.iterdir()) if servers.is_dir() else []:
-        try:
-            home = Path((server / "home").read_text().strip())
-        except OSError:  # no owner recorded yet: being initialised right now
-            continue
-        run = SERVERS_DIR / server.name
-        if home.exists() or server_pids(run):
-            continue
-        log.info("deleting %s: its home %s is gone and nothing runs from it", server, home)
-        shutil.rmtree(server, ignore_errors=True)
-        pruned.append(server)
-    return pruned

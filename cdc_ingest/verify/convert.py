@@ -167,6 +167,10 @@ def converter(column: Column, tinyint1_as_boolean: bool = True) -> Converter:
         "bit": lambda v: bit_value(v, column.bits),
         "set": lambda v: set_labels(v, column.labels),
         "vector": vector_value,
+        # MariaDB's data-type plugins: the server sends the text it prints
+        "uuid": _text,
+        "inet4": _text,
+        "inet6": _text,
     }
     if kind in simple:
         return simple[kind]

@@ -27,6 +27,7 @@ from cdc_ingest.mysql import (
     Column,
     ConnectionSettings,
     KeyColumns,
+    TableFacts,
     connect,
     query_rows,
     stream_rows,
@@ -226,9 +227,10 @@ class Snapshotter:
             reader.close()
 
     def _facts(self, info: TableInfo) -> CatalogLookup:
-        def facts(db: str, table: str) -> tuple[frozenset[str], tuple[str, ...], bool]:
-            booleans = self._catalog.table_facts(db, table)[0] if self._booleans else frozenset()
-            return booleans, info.key, True
+        def facts(db: str, table: str) -> TableFacts:
+            known = self._catalog.table_facts(db, table)
+            return known._replace(booleans=known.booleans if self._booleans else frozenset(),
+                                  keys=info.key, configured=True)
 
         return facts
 

@@ -26,7 +26,9 @@ Converter = Callable[[Any], Any]
 
 # Types whose driver value already is the output JSON value.
 _AS_IS = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "json",
-                    "enum", "smallint", "mediumint", "int", "integer", "bigint"})
+                    "enum", "smallint", "mediumint", "int", "integer", "bigint",
+                    # MariaDB's data-type plugins: the server sends the text it prints
+                    "uuid", "inet4", "inet6"})
 _BLOBS = frozenset({"varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
 _GEOMETRIES = frozenset({"geometry", "point", "linestring", "polygon", "multipoint",
                          "multilinestring", "multipolygon", "geometrycollection",
@@ -125,7 +127,7 @@ def snapshot_converter(column: Column, tinyint1_as_boolean: bool) -> Converter |
         return lambda v: _b64(_raw(v))
     if kind in _GEOMETRIES:
         return _geometry
-    raise UnsupportedType(f"column {column.name} has type {column.column_type}")
+    raise UnsupportedType(f"column {column.name} has type {column.column_type}")  # KNOWN_TYPES
 
 
 def select_expression(column: Column) -> str:
