@@ -20,6 +20,8 @@ import pymysql
 from cdc_ingest.mysql import Flavor
 
 FLAVORS = ("mariadb", "mysql")  # the ``source`` fixture's parameters: fixture names
+# the servers the tests that must hold everywhere run on (parametrize "source" with these)
+ALL_SERVERS = ("mariadb", "mysql", "mariadb118")
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
@@ -67,6 +69,18 @@ MYSQL_JSON_ARRAY = (
     "-2.2250738585072014e-308, 18446744073709551615, -9223372036854775808, TRUE, NULL, '')"
 )
 
+# MariaDB 11.8 (Debian sid's): the same records as 10.11 for the all-types table
+MARIADB118 = Facts(
+    name="mariadb118",
+    tx_gtid=MARIADB.tx_gtid,
+    grants=MARIADB.grants,
+    purged=MARIADB.purged,
+    all_types_columns="",
+    all_types_values=("", "", ""),
+    all_types_fixture=MARIADB.all_types_fixture,
+    all_types_sink_fixture=MARIADB.all_types_sink_fixture,
+)
+
 MYSQL = Facts(
     name="mysql",
     tx_gtid=re.compile(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}:\d+"),
@@ -100,7 +114,15 @@ def flavor_of(server: Any) -> Flavor:
 
 
 def facts_of(server: Any) -> Facts:
-    return MARIADB if flavor_of(server).mariadb else MYSQL
+    if isinstance(server, Source):
+        return server.facts
+    return _facts(str(_query(server, "SELECT VERSION()")[0][0]))
+
+
+def _facts(version: str) -> Facts:
+    if not Flavor.of(version).mariadb:
+        return MYSQL
+    return MARIADB118 if int(version.split(".", maxsplit=1)[0]) >= 11 else MARIADB
 
 
 def gtid_now(server: Any) -> str:
@@ -162,8 +184,9 @@ class Source:
 
     def __init__(self, server: Any) -> None:
         self.server = server
-        self.flavor = Flavor.of(str(_query(server, "SELECT VERSION()")[0][0]))
-        self.facts = MARIADB if self.flavor.mariadb else MYSQL
+        version = str(_query(server, "SELECT VERSION()")[0][0])
+        self.flavor = Flavor.of(version)
+        self.facts = _facts(version)
 
     @property
     def name(self) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import admin_conn
-from tests.integration.flavors import Source
+from tests.integration.flavors import ALL_SERVERS, Source
 from tests.integration.pipeline_helpers import (
     changelog,
     gtid_now,
@@ -34,6 +34,7 @@ def _seen(records: list[dict[str, Any]]) -> Expected:
     return out
 
 
+@pytest.mark.parametrize("source", ALL_SERVERS, indirect=True)
 def test_sigkill_five_times_every_change_exactly_once_in_order(
     source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
 ) -> None:

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from tests.conftest import admin_conn
-from tests.integration.flavors import Source, facts_of
+from tests.integration.flavors import ALL_SERVERS, Source, facts_of
 from tests.integration.pipeline_helpers import (
     changelog,
     gtid_now,
@@ -111,6 +112,7 @@ def fill_all_types(server: Any, db: str) -> str:
     return start
 
 
+@pytest.mark.parametrize("source", ALL_SERVERS, indirect=True)
 def test_every_column_type_maps_to_the_expected_json(
     source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
 ) -> None:

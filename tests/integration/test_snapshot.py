@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pymysql
+import pytest
 
 from cdc_ingest.capture.positions import PositionStore
 from tests.conftest import admin_conn
-from tests.integration.flavors import Source, gtid_now, insert_sequence
+from tests.integration.flavors import ALL_SERVERS, Source, gtid_now, insert_sequence
 from tests.integration.pipeline_helpers import (
     changelog,
     start_capture,
@@ -93,6 +94,7 @@ def _state_after(changes: list[tuple[str, int | None]], initial: int | None) -> 
     return state
 
 
+@pytest.mark.parametrize("source", ALL_SERVERS, indirect=True)
 def test_snapshot_under_writes_and_sigkills_is_exact(
     source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
 ) -> None:
