@@ -94,6 +94,10 @@ class BinlogReader:
         self._server_id = server_id
         self._explicit_tx = False
         self._gtid: str | None = None  # of the transaction being read, for error messages
+        # The end of the last event that told its position. MariaDB 11.4+ writes the events
+        # inside a transaction with end_log_pos 0 (binlog_legacy_event_pos=OFF, the default):
+        # their rows take this position, inside their transaction (after its GTID event).
+        self._known_pos = start.pos or 0
         self._schemas = SchemaCache(catalog, json_text)
         self._partial = PartialRows()
         self._start = start
@@ -175,6 +179,8 @@ class BinlogReader:
         raise BinlogDisconnected("MySQL ended the binlog stream (it is shutting down)")
 
     def _translate(self, ev: Any) -> BinlogEvent | None:
+        if ev.packet.log_pos:
+            self._known_pos = ev.packet.log_pos
         kind = _ROW_KINDS.get(type(ev))
         if kind is not None:
             return self._rows(ev, kind)
@@ -231,7 +237,7 @@ class BinlogReader:
     def _refuse(self, ev: Any) -> None:
         """Raise for an event capture cannot follow (MariaDB's compressed events); other
         unknown events pass."""
-        where = f"{self._stream.log_file}:{ev.packet.log_pos}"
+        where = f"{self._stream.log_file}:{self._known_pos}"
         error = unsupported_event(ev.packet.event_type, where, self._gtid)
         if error is not None:
             raise error
@@ -239,7 +245,7 @@ class BinlogReader:
     def _rows(self, ev: Any, kind: str, partial: bool = False) -> Rows | None:
         if not self._captured(ev.schema, ev.table):
             return None
-        where = f"{self._stream.log_file}:{ev.packet.log_pos}"
+        where = f"{self._stream.log_file}:{self._known_pos}"
         try:
             schema, decode = self._schemas.resolve(ev.table_map[ev.table_id])
         except UnsupportedColumn as exc:
@@ -284,4 +290,4 @@ class BinlogReader:
                 "column definition, or exclude the table, then restart capture."
             ) from exc
         return Rows(kind, schema, rows, ev.timestamp, where, self._stream.log_file,
-                    ev.packet.log_pos)
+                    self._known_pos)

@@ -155,6 +155,10 @@ _TRANSIENT = frozenset({
     KafkaError.NOT_LEADER_FOR_PARTITION,
     KafkaError.LEADER_NOT_AVAILABLE,
     KafkaError.UNKNOWN_TOPIC_OR_PART,
+    # the client's metadata does not have a topic created a moment ago yet (capture's first
+    # start: "Failed to get watermark offsets: Local: Unknown partition", exit 5)
+    KafkaError._UNKNOWN_PARTITION,
+    KafkaError._UNKNOWN_TOPIC,
     KafkaError._TIMED_OUT,
     KafkaError._TRANSPORT,
 })
