@@ -42,6 +42,9 @@ class Facts:
     # the reviewed expected records of the all-types table: changelog and sink
     all_types_fixture: Path
     all_types_sink_fixture: Path
+    # whether rows events carry their binlog position (MariaDB 11.4+ writes the events inside
+    # a transaction with end_log_pos 0: binlog_legacy_event_pos=OFF by default)
+    rows_events_positioned: bool = True
 
 
 MARIADB = Facts(
@@ -79,6 +82,7 @@ MARIADB118 = Facts(
     all_types_values=("", "", ""),
     all_types_fixture=MARIADB.all_types_fixture,
     all_types_sink_fixture=MARIADB.all_types_sink_fixture,
+    rows_events_positioned=False,
 )
 
 MYSQL = Facts(

@@ -128,7 +128,8 @@ def _point(rng: random.Random) -> str:
 
 
 def uuid_value(rng: random.Random) -> str:
-    """A UUID MariaDB accepts: its text parser refuses version >= 8 with variant 0."""
+    """A UUID MariaDB accepts: its text parser refuses a version nibble >= 8 with byte 8 in
+    1..0x80 (such a value would read back as a swapped one)."""
     edge = ["00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff",
             "01020304-0506-0708-090a-0b0c0d0e0f10"]
     data = bytearray(rng.randbytes(16))
@@ -138,8 +139,8 @@ def uuid_value(rng: random.Random) -> str:
         data[8] = (data[8] & 0x3F) | 0x80
     elif kind == 3:
         return _quote(rng.choice(edge))
-    if data[6] >> 4 >= 8 and not data[8] & 0x80:
-        data[8] |= 0x80
+    if data[6] >> 4 >= 8 and 1 <= data[8] <= 0x80:
+        data[8] = 0x80 | rng.randint(1, 0x7F)
     return _quote(str(uuid.UUID(bytes=bytes(data))))
 
 

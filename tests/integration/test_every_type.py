@@ -4,7 +4,7 @@ for MariaDB's UUID / INET4 / INET6, with the text the server's SELECT prints.
 
 Servers: MariaDB 10.11 (UUID, INET4, INET6), MariaDB 11.8 (those and VECTOR), MySQL 9.7
 (VECTOR). ``CDC_INGEST_TEST_SEED`` replays a run; ``CDC_INGEST_RANDOM_TABLES`` and
-``CDC_INGEST_RANDOM_ROWS`` make the random-table test larger (``benchmarks/random_types.py``
+``CDC_INGEST_RANDOM_ROWS`` make the random-table test larger (``scripts/dev/random-types.sh``
 runs it for minutes).
 """
 
