@@ -177,6 +177,17 @@ def _keys(
             except SourceError as exc:
                 what, _, fix = str(exc).partition(". Fix: ")
                 yield Check("configured keys", False, what, fix)
+    unknown = catalog.unknown_types(captured)
+    yield Check(
+        "column types",
+        not unknown,
+        "every column of the captured tables has a type capture reads exactly" if not unknown
+        else "types capture cannot read exactly: " + ", ".join(
+            f"{d}.{t}.{c} {kind}" for d, t, c, kind in unknown[:20])
+        + (f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""),
+        "leave those tables out (source.tables.exclude), or change the columns to types "
+        "docs/changelog-format.md lists",
+    )
     yield Check(
         "primary keys",
         not keyless,

@@ -12,7 +12,7 @@ import pymysql
 
 from cdc_ingest.errors import SourceError
 from cdc_ingest.model import Position
-from cdc_ingest.mysql.columns import CATALOG_KINDS, COLUMNS_QUERY, KNOWN_TYPES, Column
+from cdc_ingest.mysql.columns import CATALOG_KINDS, COLUMNS_QUERY, KNOWN_TYPES, Column, as_text
 from cdc_ingest.mysql.connection import (
     ConnectionSettings,
     connect,
@@ -108,6 +108,19 @@ class Catalog:
         """The table's columns as ``information_schema`` describes them now."""
         return [Column.from_row(r, self.is_mariadb)
                 for r in self._all(COLUMNS_QUERY, (db, table))]
+
+    def unknown_types(self, captured: Callable[[str, str], bool]
+                      ) -> list[tuple[str, str, str, str]]:
+        """(db, table, column, type) of every column of a captured table whose type is not
+        in :data:`~cdc_ingest.mysql.columns.KNOWN_TYPES`, in one query."""
+        rows = self._all(
+            "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, COLUMN_TYPE FROM "
+            "information_schema.COLUMNS WHERE TABLE_SCHEMA NOT IN "
+            "('mysql','information_schema','performance_schema','sys') "
+            "ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION")
+        return [(str(db), str(table), as_text(column), as_text(column_type))
+                for db, table, column, data_type, column_type in rows
+                if as_text(data_type).lower() not in KNOWN_TYPES and captured(str(db), str(table))]
 
     def forget(self, db: str, table: str) -> None:
         self._tables.pop((db, table), None)

@@ -23,6 +23,7 @@ import orjson
 import pymysql
 import pytest
 
+from cdc_ingest.commands.preflight import mysql_checks
 from cdc_ingest.errors import SourceError
 from cdc_ingest.mysql import Catalog, ConnectionSettings
 from cdc_ingest.mysql import catalog as catalog_module
@@ -370,4 +371,10 @@ def test_every_type_the_server_has_is_known_and_an_unknown_one_is_named(
     column = f"c{[t.name for t in types].index('dtm')}"
     assert f"column {column} of {db}.every has type datetime" in text
     assert f"source.tables.exclude: {db}.every" in text
+    # and `validate` lists it among its checks, with the fix
+    checks = {c.name: c for c in mysql_checks(settings, lambda d, _t: d == db,
+                                               lambda _d, _t: None, [])}
+    assert not checks["column types"].ok
+    assert f"{db}.every.{column} datetime" in checks["column types"].detail
+    assert "source.tables.exclude" in checks["column types"].fix
 
