@@ -9,6 +9,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import pymysql
 
@@ -167,15 +168,20 @@ class MariaDB(LocalSqlServer):
         marker.touch()
 
     def _accepts_connections(self) -> bool:
-        try:
-            pymysql.connect(**self.admin, connect_timeout=2).close()
-        except pymysql.err.OperationalError as exc:
-            # Refused before the first start's provisioning: the server is up all the same.
-            return exc.args[0] == ACCESS_DENIED
-        return True
+        return accepts_connections(self.admin)
 
     def _provision(self) -> None:
         provision(self.admin, self.socket)
+
+
+def accepts_connections(admin: dict[str, Any]) -> bool:
+    """Whether the server answers; refused before the first start's provisioning (root has
+    no password yet) counts: the server is up all the same."""
+    try:
+        pymysql.connect(**admin, connect_timeout=2).close()
+    except pymysql.err.OperationalError as exc:
+        return bool(exc.args[0] == ACCESS_DENIED)
+    return True
 
 
 def provision(admin: dict[str, object], socket: Path) -> None:

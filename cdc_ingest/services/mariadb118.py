@@ -8,11 +8,14 @@ service is (:mod:`cdc_ingest.services.mariadb`).
 
 from __future__ import annotations
 
-import pymysql
-
 from cdc_ingest.services._process import run_checked
 from cdc_ingest.services._server import OptionValue
-from cdc_ingest.services.mariadb import ACCESS_DENIED, provision, render_cnf, server_options
+from cdc_ingest.services.mariadb import (
+    accepts_connections,
+    provision,
+    render_cnf,
+    server_options,
+)
 from cdc_ingest.services.mysql import ChrootServer
 from cdc_ingest.services.mysql_root import MARIADB_ROOT
 
@@ -54,12 +57,7 @@ class MariaDB118(ChrootServer):
         (self.server_dir / ".initialised").touch()
 
     def _accepts_connections(self) -> bool:
-        try:
-            pymysql.connect(**self.admin, connect_timeout=2).close()
-        except pymysql.err.OperationalError as exc:
-            # Refused before the first start's provisioning: the server is up all the same.
-            return exc.args[0] == ACCESS_DENIED
-        return True
+        return accepts_connections(self.admin)
 
     def _provision(self) -> None:
         provision(self.admin, self.socket)

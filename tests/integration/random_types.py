@@ -87,24 +87,23 @@ def _time(fsp: int) -> Gen:
     return gen
 
 
-def _datetime(fsp: int) -> Gen:
+def _moment(fsp: int, first: str, last: str, years: tuple[int, int]) -> Gen:
+    """DATETIME / TIMESTAMP: the type's first and last moments, or one in ``years``."""
     def gen(rng: random.Random) -> str:
-        return rng.choice(["'1000-01-01 00:00:00'", "'9999-12-31 23:59:59'",
-                           f"'{rng.randint(1000, 9999):04d}-{rng.randint(1, 12):02d}-"
+        return rng.choice([f"'{first}'", f"'{last}'",
+                           f"'{rng.randint(*years):04d}-{rng.randint(1, 12):02d}-"
                            f"{rng.randint(1, 28):02d} {rng.randint(0, 23):02d}:"
                            f"{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
                            f"{_frac(rng, fsp)}'"])
     return gen
+
+
+def _datetime(fsp: int) -> Gen:
+    return _moment(fsp, "1000-01-01 00:00:00", "9999-12-31 23:59:59", (1000, 9999))
 
 
 def _timestamp(fsp: int) -> Gen:
-    def gen(rng: random.Random) -> str:
-        return rng.choice(["'1970-01-01 00:00:01'", "'2038-01-19 03:14:07'",
-                           f"'{rng.randint(1971, 2037):04d}-{rng.randint(1, 12):02d}-"
-                           f"{rng.randint(1, 28):02d} {rng.randint(0, 23):02d}:"
-                           f"{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
-                           f"{_frac(rng, fsp)}'"])
-    return gen
+    return _moment(fsp, "1970-01-01 00:00:01", "2038-01-19 03:14:07", (1971, 2037))
 
 
 def _bit(n: int) -> Gen:
