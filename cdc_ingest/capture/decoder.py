@@ -15,7 +15,7 @@ from typing import Any
 
 from cdc_ingest.capture import values as V
 from cdc_ingest.capture.geometry import geometry_json
-from cdc_ingest.capture.mariadb_types import KIND_TEXT
+from cdc_ingest.capture.mariadb_types import PLUGIN_TYPES
 from cdc_ingest.capture.plan import compile_plan, compiled_available
 from cdc_ingest.capture.schema import (
     LENGTH_PREFIXED,
@@ -176,7 +176,7 @@ def compile_decoder(schema: TableSchema, json_text: JsonText) -> RowDecoder:
         for name in _HELPERS
     }
     namespace["geometry_json"] = geometry_json
-    namespace.update((f"{kind}_text", text) for kind, text in KIND_TEXT.items())
+    namespace.update((f"{kind}_text", text) for kind, (_, text) in PLUGIN_TYPES.items())
     namespace["json_text"] = json_text
     source = _source(schema, namespace)
     code = compile(source, f"<decoder {schema.db}.{schema.table}>", "exec")

@@ -57,7 +57,8 @@ def inet6_text(data: bytes) -> str:
     return "".join(out)
 
 
-# MariaDB's plugin types (schema.TEXT_KINDS) -> their text from the binlog's bytes
-KIND_TEXT: dict[str, Callable[[bytes], str]] = {
-    "uuid": uuid_text, "inet4": inet4_text, "inet6": inet6_text,
+# MariaDB's plugin types -> (n of the BINARY(n) the binlog describes them as, their text from
+# the binlog's bytes)
+PLUGIN_TYPES: dict[str, tuple[int, Callable[[bytes], str]]] = {
+    "uuid": (16, uuid_text), "inet4": (4, inet4_text), "inet6": (16, inet6_text),
 }

@@ -9,7 +9,7 @@ import orjson
 
 from cdc_ingest.capture import values as V
 from cdc_ingest.capture.geometry import geometry_json
-from cdc_ingest.capture.mariadb_types import KIND_TEXT
+from cdc_ingest.capture.mariadb_types import PLUGIN_TYPES
 from cdc_ingest.capture.schema import (
     LENGTH_PREFIXED,
     ColumnSpec,
@@ -58,7 +58,7 @@ def _payload_op(col: ColumnSpec, width: int, json_text: JsonText) -> PlanOp:
     if col.type == FieldType.VECTOR:
         return OP_PY_PAYLOAD, width, 0, V.vector
     if col.kind:
-        return OP_PY_PAYLOAD, width, 0, KIND_TEXT[col.kind]
+        return OP_PY_PAYLOAD, width, 0, PLUGIN_TYPES[col.kind][1]
     if col.encoding in (None, "binary"):
         if col.type == FieldType.STRING:
             length = col.length

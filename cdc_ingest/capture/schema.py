@@ -67,8 +67,8 @@ class ColumnSpec:
     encoding: str | None = None
     labels: tuple[str, ...] = ()
     as_boolean: bool = False
-    # A type the binlog writes as another and only the catalog names (:data:`TEXT_KINDS`):
-    # MariaDB's UUID / INET4 / INET6, which the binlog holds as BINARY(16 / 4 / 16)
+    # A type the binlog writes as another and only the catalog names: MariaDB's UUID / INET4 /
+    # INET6, which the binlog holds as BINARY(16 / 4 / 16) (capture/mariadb_types.py)
     kind: str = ""
 
 
@@ -98,10 +98,6 @@ LENGTH_PREFIXED = (
     FieldType.VECTOR,
     FieldType.JSON,
 )
-
-
-# MariaDB's data-type plugins: stored as BINARY(n), printed by the server as text
-TEXT_KINDS = {"uuid": 16, "inet4": 4, "inet6": 16}
 
 
 class UnsupportedColumn(ValueError):

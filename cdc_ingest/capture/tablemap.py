@@ -10,8 +10,8 @@ from typing import Any
 
 from cdc_ingest.capture.decoder import EventDecoder, event_decoder
 from cdc_ingest.capture.keyschema import binlog_primary_key
+from cdc_ingest.capture.mariadb_types import PLUGIN_TYPES
 from cdc_ingest.capture.schema import (
-    TEXT_KINDS,
     ColumnSpec,
     FieldType,
     JsonText,
@@ -101,18 +101,18 @@ def _column_spec(c: Any, booleans: frozenset[str], kind: str = "") -> ColumnSpec
     labels = tuple((c.enum_values or [""])[1:]) if c.type == FieldType.ENUM else ()
     if c.type == FieldType.SET:
         labels = tuple(c.set_values or ())
-    field_type = c.type
+    field_type, plugin = c.type, ""
     binary = c.character_set_name in (None, "binary")
-    if kind in TEXT_KINDS:
-        if not (c.type == FieldType.STRING and binary and length == TEXT_KINDS[kind]):
-            raise _catalog_mismatch(c, kind, f"BINARY({TEXT_KINDS[kind]})")
+    if kind in PLUGIN_TYPES:
+        width = PLUGIN_TYPES[kind][0]
+        if not (c.type == FieldType.STRING and binary and length == width):
+            raise _catalog_mismatch(c, kind, f"BINARY({width})")
+        plugin = kind
     elif kind == "vector" and c.type != FieldType.VECTOR:
         # MariaDB 11.7+ writes VECTOR(n) as VARBINARY(4n): its length prefix is 1 or 2 bytes
         if not (c.type == FieldType.VARCHAR and binary and length % 4 == 0):
             raise _catalog_mismatch(c, kind, "VARBINARY(4n)")
         field_type, length = FieldType.VECTOR, 1 if length <= 255 else 2
-    else:
-        kind = ""
     return ColumnSpec(
         name=c.name,
         type=field_type,
@@ -125,7 +125,7 @@ def _column_spec(c: Any, booleans: frozenset[str], kind: str = "") -> ColumnSpec
         encoding=c.character_set_name,
         labels=labels,
         as_boolean=c.type == FieldType.TINY and c.name in booleans,
-        kind=kind if kind in TEXT_KINDS else "",
+        kind=plugin,
     )
 
 

@@ -127,7 +127,7 @@ def snapshot_converter(column: Column, tinyint1_as_boolean: bool) -> Converter |
         return lambda v: _b64(_raw(v))
     if kind in _GEOMETRIES:
         return _geometry
-    raise UnsupportedType(f"column {column.name} has type {column.column_type}")  # KNOWN_TYPES
+    raise UnsupportedType(f"column {column.name} has type {column.column_type}")
 
 
 def select_expression(column: Column) -> str:
