@@ -24,6 +24,9 @@ FETCH_LAG = Gauge("currentFetchEventTimeLag",
                   "ms between now and the binlog time of the last event fetched")
 EMIT_LAG = Gauge("currentEmitEventTimeLag",
                  "ms between now and the binlog time of the last record emitted", ["stage"])
+# 1 while capture holds a working connection to the database (set once it connected, 0 from
+# a lost binlog connection until the next event arrives): the Docker health check reads it
+SOURCE_CONNECTED = Gauge("sourceConnected", "1 while capture is connected to the database")
 SNAPSHOT_ROWS = Counter("numSnapshotRecords", "snapshot rows written", ["table"])
 COMMIT_TIME = Histogram("transactionCommitTime", "seconds per Kafka transaction commit",
                         ["stage"], buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))

@@ -3,8 +3,9 @@
 # again): Debian's MariaDB server and client, a JDK, Maven and debootstrap; the package with
 # its test extras; Kafka's jars and Spark's Kafka connector from Maven Central into .cache/;
 # the MySQL 9.7 root (Debian sid + mysql-server-core, for chroot) into .cache/mysql-root;
-# for the tests (CDC_INGEST_SETUP_TESTS=1, set by scripts/test.sh) also a PyFlink virtualenv
-# and the MariaDB 11.8 root (Debian sid + mariadb-server) into .cache/mariadb-root.
+# for the tests (CDC_INGEST_SETUP_TESTS=1, set by scripts/test.sh) also a PyFlink virtualenv,
+# the MariaDB 11.8 root (Debian sid + mariadb-server) into .cache/mariadb-root, and the
+# Docker engine, Compose v2 and the images of the Docker Compose test.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -66,4 +67,16 @@ if [ "${CDC_INGEST_SETUP_TESTS:-0}" = 1 ]; then
   echo "setup: MariaDB 11.8 root (once: debootstrap sid + apt-get, about a minute)" >&2
   "${sudo[@]}" env CDC_INGEST_CACHE="$cache" "$(command -v "$PYTHON")" \
     -m cdc_ingest.services fetch mariadb118 >/dev/null
+fi
+
+# The Docker Compose test (tests/integration/test_docker_compose.py): a Docker engine
+# (Debian's docker.io, dockerd started when not running), the Compose v2 plugin (from Debian
+# sid's docker-compose) and its images, built from the repository on Debian bases made here
+# with debootstrap when no registry can be pulled from (tests/integration/docker_env.py;
+# about 10 minutes the first time, cached by the engine after). A machine where this fails
+# still sets up: the Docker test then fails with the same reason.
+if [ "${CDC_INGEST_SETUP_TESTS:-0}" = 1 ]; then
+  echo "setup: Docker engine, Compose and the Docker test's images (once: about 10 minutes)" >&2
+  "${sudo[@]}" env CDC_INGEST_CACHE="$cache" "$(command -v "$PYTHON")" \
+    -m tests.integration.docker_env || true
 fi

@@ -1,9 +1,8 @@
 """Shared fixtures: one MariaDB/MySQL and one Kafka per test run, stopped at the end.
 
-Without a Docker engine the servers are the project's own local services
-(``cdc_ingest.services``); when ``docker info`` answers they are testcontainers (MySQL 8.4,
-Confluent Kafka in KRaft mode) behind the same attributes. ``CDC_INGEST_TEST_SERVICES=local``
-forces the local services even when Docker is there.
+The servers are the project's own local services (``cdc_ingest.services``), the same way on
+every machine, Docker engine or not: only the Docker Compose test
+(``tests/integration/test_docker_compose.py``) runs containers, of images it builds itself.
 
 The ``mysql`` fixture is always the local Oracle MySQL 9.7 (``cdc_ingest.services.MySQL``, run
 chrooted in ``<cache>/mysql-root``, which ``scripts/setup.sh`` builds), started only by the
@@ -22,23 +21,18 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import signal
-import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
 import pymysql
 import pytest
-from testcontainers.community.kafka import KafkaContainer
-from testcontainers.community.mysql import MySqlContainer
 
 from cdc_ingest.services import KafkaBroker, MariaDB, MariaDB118, MySQL
-from cdc_ingest.services._kafka_probe import wait_until_ready
 from cdc_ingest.sink.writer import close_clients
 from tests.integration.flavors import FLAVORS, Source
 
@@ -46,7 +40,7 @@ INTEGRATION_DIR = Path(__file__).parent / "integration"
 
 
 class MySqlServer(Protocol):
-    """What tests may use of the ``mariadb`` fixture, whichever way it runs."""
+    """What tests may use of a server fixture (``mariadb``, ``mysql``, ``mariadb118``)."""
 
     host: str
 
@@ -101,11 +95,7 @@ def mariadb(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     """A running server with binlog ROW/FULL/FULL, root/``root`` and least-privileged
     ``cdc``/``cdc``. Attributes: ``host``, ``port``, ``admin``, ``cdc`` (pymysql kwargs),
     ``restart_with(**my_cnf_options)``, ``reconfigured(**my_cnf_options)``."""
-    server: MySqlServer
-    if _docker_available():
-        server = _MySqlContainer()
-    else:
-        server = MariaDB(tmp_path_factory.mktemp("services") / "mariadb")
+    server = MariaDB(tmp_path_factory.mktemp("services") / "mariadb")
     _start(server, request)
     return server
 
@@ -143,11 +133,7 @@ def mariadb118(request: pytest.FixtureRequest,
 @pytest.fixture(scope="session")
 def kafka(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A running single-node Kafka whose transaction coordinator is ready: ``.bootstrap``."""
-    server: KafkaServer
-    if _docker_available():
-        server = _KafkaContainer()
-    else:
-        server = KafkaBroker(tmp_path_factory.mktemp("services") / "kafka")
+    server = KafkaBroker(tmp_path_factory.mktemp("services") / "kafka")
     _start(server, request)
     # Finalizers run last-in first-out: close the clients tests cached in this process
     # before the broker goes away, so they do not retry against a stopped broker.
@@ -203,104 +189,3 @@ def _fresh_database(server: MySqlServer) -> Iterator[str]:
 def admin_conn(server: MySqlServer, database: str | None = None) -> pymysql.Connection[Any]:
     """A root connection in autocommit mode (use it as a context manager to close it)."""
     return pymysql.connect(**server.admin, database=database, autocommit=True)
-
-
-# -- the Docker variant (not runnable on machines without a Docker engine) ------------------
-
-
-@functools.cache
-def _docker_available() -> bool:
-    if os.environ.get("CDC_INGEST_TEST_SERVICES") == "local" or not shutil.which("docker"):
-        return False
-    try:
-        info = subprocess.run(["docker", "info"], capture_output=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return info.returncode == 0
-
-
-MYSQL_FLAGS = (
-    "--server-id=1 --log-bin=mysql-bin --binlog-format=ROW --binlog-row-image=FULL "
-    "--binlog-row-metadata=FULL --gtid-mode=ON --enforce-gtid-consistency=ON "
-    "--character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci "
-    "--default-time-zone=+00:00 --max-allowed-packet=64M --mysql-native-password=ON"
-)
-# mysql_native_password so that pymysql needs no `cryptography` for caching_sha2 over TCP.
-MYSQL_PROVISION = (
-    "ALTER USER 'root'@'%' IDENTIFIED WITH mysql_native_password BY 'root';"
-    "CREATE USER 'cdc'@'%' IDENTIFIED WITH mysql_native_password BY 'cdc';"
-    "GRANT REPLICATION SLAVE, REPLICATION CLIENT, SELECT ON *.* TO 'cdc'@'%';"
-)
-
-
-class _MySqlContainer:
-    """MySQL 8.4 in testcontainers, with the attributes of ``cdc_ingest.services.MariaDB``."""
-
-    host = "127.0.0.1"
-    port = 0
-
-    def __init__(self) -> None:
-        self._container = MySqlContainer("mysql:8.4", username="root", password="root")
-        self._container.with_command(MYSQL_FLAGS)
-        self._started = False
-
-    @property
-    def admin(self) -> dict[str, Any]:
-        return {"host": self.host, "port": self.port, "user": "root", "password": "root"}
-
-    @property
-    def cdc(self) -> dict[str, Any]:
-        return {"host": self.host, "port": self.port, "user": "cdc", "password": "cdc"}
-
-    def start(self) -> None:
-        if self._started:
-            return
-        self._container.start()
-        self._started = True
-        self.host = self._container.get_container_host_ip()
-        self.port = int(self._container.get_exposed_port(3306))
-        result = self._container.exec(["mysql", "-uroot", "-proot", "-e", MYSQL_PROVISION])
-        assert result.exit_code == 0, result.output
-
-    def stop(self) -> None:
-        if self._started:
-            self._container.stop()
-            self._started = False
-
-    def restart_with(self, **options: Any) -> None:
-        pytest.skip("the testcontainers MySQL cannot be restarted with other settings")
-
-    @contextmanager
-    def reconfigured(self, **options: Any) -> Iterator[_MySqlContainer]:
-        self.restart_with(**options)
-        yield self
-
-
-class _KafkaContainer:
-    """Confluent Kafka (KRaft) in testcontainers, with ``bootstrap`` like ``KafkaBroker``."""
-
-    bootstrap = ""
-
-    def __init__(self) -> None:
-        self._container = KafkaContainer("confluentinc/cp-kafka:7.9.0").with_kraft()
-        for name, value in {
-            "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": "1",
-            "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
-            "KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false",
-            "KAFKA_NUM_PARTITIONS": "1",
-        }.items():
-            self._container.with_env(name, value)
-        self._started = False
-
-    def start(self) -> None:
-        if self._started:
-            return
-        self._container.start(timeout=90)
-        self._started = True
-        self.bootstrap = self._container.get_bootstrap_server()
-        wait_until_ready(self.bootstrap)
-
-    def stop(self) -> None:
-        if self._started:
-            self._container.stop()
-            self._started = False

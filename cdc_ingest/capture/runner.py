@@ -65,6 +65,7 @@ class Capture:
         """Capture until stopped. Raises FencedError when another capture takes over."""
         o = self.o
         metrics.serve(o.metrics_port)
+        metrics.SOURCE_CONNECTED.set(1)  # the catalog connected in __init__
         partitions = self._prepare_topics()
         # Registering the transactional id aborts whatever a killed predecessor left open,
         # so the position read next is the last one that really committed.

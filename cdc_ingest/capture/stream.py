@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from cdc_ingest import metrics
 from cdc_ingest.capture.binlog import BinlogReader
 from cdc_ingest.capture.binlog_errors import ReplicaTakenOver
 from cdc_ingest.capture.checkpoint import Checkpoint
@@ -124,6 +125,7 @@ class BinlogPhase:
                 f"(connect.max-retries: {retries}). Everything read before is committed: "
                 f"capture resumes at {at} when started again, and `cdc-ingest start` "
                 "restarts it by itself.") from lost
+        metrics.SOURCE_CONNECTED.set(0)
         delay = retry_delay(failures)
         log.warning("%s; everything read before is committed; reading again from %s in "
                     "%.0fs (reconnect %d of %d)", str(lost).rstrip("."), at, delay, failures,
@@ -135,7 +137,11 @@ class BinlogPhase:
 
     def _consume(self, reader: BinlogReader) -> None:
         checkpoint = self._checkpoint
+        connected = False
         for ev in reader.events():
+            if not connected:
+                metrics.SOURCE_CONNECTED.set(1)
+                connected = True
             if isinstance(ev, Rows):
                 self._on_rows(ev)
             elif isinstance(ev, TxBegin):

@@ -427,13 +427,22 @@ def test_metrics_port_is_published_and_health_checked() -> None:
             f"the {what} serves /metrics on {p} (pipeline.metrics.port {port}), but {CDC} "
             f"publishes {sorted(published)}")
     text = healthcheck_text(CDC) or " ".join(final_stage().args("HEALTHCHECK"))
-    assert str(port) in text, (
-        f"the {CDC} healthcheck does not probe pipeline.metrics.port {port}: {text}")
-    if not healthcheck_text(CDC):
-        env = final_stage().env()
-        assert env.get("CDC_INGEST_HEALTHCHECK_PORT", str(port)) == str(port), (
-            f"the Dockerfile health-checks port {env.get('CDC_INGEST_HEALTHCHECK_PORT')}, the "
-            f"pipeline serves metrics on {port}")
+    assert "cdc_ingest.healthcheck" in text, (
+        f"the {CDC} healthcheck is not `python3 -m cdc_ingest.healthcheck`: {text}")
+    env = {**final_stage().env(), **environment(CDC)}
+    assert env.get("CDC_INGEST_HEALTHCHECK_PORT") == str(port), (
+        f"the health check probes CDC_INGEST_HEALTHCHECK_PORT="
+        f"{env.get('CDC_INGEST_HEALTHCHECK_PORT')}, the pipeline serves metrics on {port}")
+
+
+def test_published_ports_are_on_loopback_only() -> None:
+    for name in SERVICES:
+        for entry in service(name).get("ports") or []:
+            host_ip = (entry.get("host_ip") if isinstance(entry, dict)
+                       else str(entry).split(":")[0] if str(entry).count(":") == 2 else "")
+            assert host_ip == "127.0.0.1", (
+                f"{name} publishes {entry} on every interface of the host; publish it on "
+                f"127.0.0.1 (\"127.0.0.1:HOST:CONTAINER\")")
 
 
 def test_metrics_listen_beyond_loopback() -> None:
@@ -465,10 +474,26 @@ def test_pipeline_mount_is_read_only() -> None:
 # ================================================================ tests: Dockerfile
 
 
-def test_dockerfile_bases_are_python_311_slim() -> None:
+def test_dockerfile_bases_are_debian_bookworm_slim() -> None:
+    # Debian 12's python3 is 3.11; the base is one a test machine without a registry can
+    # make itself (tests/integration/docker_env.py) and users pull
     for stage in dockerfile_stages():
-        assert re.fullmatch(r"python:3\.11(\.\d+)?-slim(-\w+)?", stage.base), (
-            f"stage FROM {stage.base}: expected a python:3.11 slim image")
+        assert stage.base == "debian:bookworm-slim", (
+            f"stage FROM {stage.base}: expected debian:bookworm-slim")
+    runs = " ".join(final_stage().args("RUN"))
+    assert re.search(r"\bpython3\b", runs), "the final stage installs no python3"
+
+
+def test_build_ca_is_a_secret_of_the_build_only() -> None:
+    # the CA bundle a build behind a TLS proxy needs is mounted for one RUN, never copied
+    for stage in dockerfile_stages():
+        for arg in stage.args("COPY") + stage.args("ADD"):
+            assert "ca-certificates.crt" not in arg and ".pem" not in arg, arg
+        for run in stage.args("RUN"):
+            if "with-build-ca" in run:
+                assert "--mount=type=secret,id=build-ca" in run, run
+    assert not any("with-build-ca" in r for r in final_stage().args("RUN")), (
+        "the final stage uses the build CA")
 
 
 def test_dockerfile_runs_as_a_non_root_user() -> None:
@@ -552,3 +577,49 @@ def test_dockerfile_copies_exist_and_are_in_the_build_context() -> None:
                     f"COPY {source}: .dockerignore leaves {probe} out of the build context")
     package_data = "cdc_ingest/services/kafka-log4j2.properties"
     assert not _dockerignored(package_data), f".dockerignore leaves out {package_data}"
+
+
+# ================================================================ tests: compose.test.yaml
+
+TEST_OVERRIDE = DOCKER / "compose.test.yaml"
+
+
+@cache
+def override() -> dict[str, Any]:
+    return yaml.safe_load(TEST_OVERRIDE.read_text(encoding="utf-8"))
+
+
+def test_the_override_only_swaps_images_and_passes_the_build_ca() -> None:
+    """The test's override replaces mysql's and kafka's images with stand-ins built here and
+    gives the builds the CA secret; everything else (environment, command, ports, volumes,
+    health checks, depends_on, restart) is compose.yaml's, so the test runs it unchanged."""
+    services = override()["services"]
+    assert set(services) <= set(SERVICES)
+    for name, entry in services.items():
+        assert set(entry) <= {"image", "build"}, (
+            f"compose.test.yaml changes {sorted(set(entry) - {'image', 'build'})} of {name}: "
+            f"the test would not run compose.yaml's")
+    for name in ("mysql", "kafka"):
+        assert services[name]["image"] != service(name)["image"]
+        build = services[name]["build"]
+        context = DOCKER / build["context"]
+        assert (context / build.get("dockerfile", "Dockerfile")).is_file(), build
+    assert set(services["cdc-ingest"]["build"]) == {"secrets"}
+    assert "build-ca" in override()["secrets"]
+
+
+def test_the_stand_ins_take_what_compose_yaml_gives_the_official_images() -> None:
+    entrypoint = (DOCKER / "test/mysql/docker-entrypoint.sh").read_text(encoding="utf-8")
+    for name in environment("mysql"):
+        if name.startswith("MYSQL_"):
+            assert name in entrypoint, f"the mysql stand-in ignores {name}"
+    assert "/docker-entrypoint-initdb.d" in entrypoint
+    init_target = next(m.target for m in mounts("mysql") if m.bind)
+    assert init_target.startswith("/docker-entrypoint-initdb.d/")
+    kafka_health = healthcheck_text("kafka")
+    script = re.search(r"(/opt/kafka/bin/\S+)", kafka_health)
+    assert script, kafka_health
+    assert (DOCKER / "test/kafka/bin" / PurePosixPath(script.group(1)).name).is_file()
+    data = next(m.target for m in mounts("kafka") if not m.bind)
+    assert environment("kafka")["KAFKA_LOG_DIRS"] == data
+    assert data in (DOCKER / "test/kafka/Dockerfile").read_text(encoding="utf-8")
