@@ -2,10 +2,15 @@
 # Run once by the mysql image's entrypoint on an empty data directory, against its temporary
 # init server (sourced when not executable, so no `set` options here: they would leak into the
 # entrypoint). Creates the replication user cdc-ingest connects as, with its password from
-# $CDC_PASSWORD (a .sh rather than .sql because SQL files cannot read the environment), and a
-# small `shop` database to capture.
+# the file $CDC_PASSWORD_FILE (the Compose secret cdc_password) or else $CDC_PASSWORD (a .sh
+# rather than .sql because SQL files cannot read either), and a small `shop` database to
+# capture. The entrypoint has put the root password in $MYSQL_ROOT_PASSWORD (it reads
+# MYSQL_ROOT_PASSWORD_FILE).
 
-: "${CDC_PASSWORD:?set CDC_PASSWORD for the mysql service}"
+if [ -n "${CDC_PASSWORD_FILE:-}" ]; then
+  CDC_PASSWORD=$(cat "$CDC_PASSWORD_FILE")
+fi
+: "${CDC_PASSWORD:?set CDC_PASSWORD_FILE (or CDC_PASSWORD) for the mysql service}"
 cdc_password=${CDC_PASSWORD//\'/\'\'}   # SQL string literal: double any single quote
 
 MYSQL_PWD="${MYSQL_ROOT_PASSWORD}" mysql --protocol=socket -uroot <<SQL

@@ -16,24 +16,27 @@ from __future__ import annotations
 import decimal
 import json
 import random
+import re
 import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from cdc_ingest.kafka.partition import java_partition
-from tests.integration.docker_env import DockerUnavailable, compose_cmd, ensure_all
+from tests.integration.docker_env import DOCKER_DIR, DockerUnavailable, compose_cmd, ensure_all
 from tests.integration.pipeline_helpers import wait_for
 
 HOST_KAFKA = "127.0.0.1:29092"  # compose.yaml publishes Kafka's HOST listener here
 TOPIC = "shop.orders"
 PIPELINE = "/etc/cdc-ingest/pipeline.yaml"
 WRITES_PER_S = 200
+ROOT_PWD = 'MYSQL_PWD="$(cat /run/secrets/mysql_root_password)"'  # the Compose secret
 
 
 # -- driving compose ---------------------------------------------------------------------
@@ -53,7 +56,7 @@ def compose(*args: str, timeout: float = 300, check: bool = True,
 def sql(statements: str) -> list[list[str]]:
     """Run SQL as root with the mysql client in the mysql container; rows as text fields."""
     out = compose("exec", "-T", "mysql", "sh", "-c",
-                  'MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec mysql -uroot -N -B',
+                  f'{ROOT_PWD} exec mysql -uroot -N -B',
                   stdin=statements, timeout=60).stdout
     return [line.split("\t") for line in out.splitlines() if line]
 
@@ -74,6 +77,16 @@ def health() -> str:
         return "absent"
     out = inspect(cid, "{{.State.Status}}/{{.State.Health.Status}}")
     return out.split("/")[-1] if out.startswith("running/") else out.split("/")[0]
+
+
+def wait_health(status: str, timeout: float) -> None:
+    try:
+        wait_for(lambda: health() == status, timeout=timeout, what=f"cdc-ingest {status}")
+    except AssertionError as exc:
+        cid = container_id("cdc-ingest")
+        raise AssertionError(
+            f"{exc}; it is {health()}; health log:\n{inspect(cid, '{{json .State.Health}}')}"
+            f"\ncdc-ingest log:\n{logs('cdc-ingest')}") from None
 
 
 def logs(service: str) -> str:
@@ -115,18 +128,19 @@ def topic(name: str = TOPIC) -> tuple[list[Msg], int]:
         consumer.assign([TopicPartition(name, p, OFFSET_BEGINNING) for p in ends])
         found: list[Msg] = []
         deadline = time.monotonic() + 60
+        # the end offsets are high watermarks: the last record of a partition may be a
+        # transaction marker, which is never delivered but moves the position past it
         while ends and time.monotonic() < deadline:
-            m = consumer.poll(1.0)
-            if m is None or m.error() is not None:
-                continue
-            if m.offset() >= ends.get(m.partition(), 0):
-                continue
-            raw = m.value()
-            found.append(Msg(m.partition(), m.offset(), json.loads(m.key()),
-                             None if raw is None else json.loads(raw, parse_float=decimal.Decimal),
-                             {k: v for k, v in (m.headers() or [])}, m.key()))
-            if m.offset() + 1 >= ends[m.partition()]:
-                del ends[m.partition()]
+            m = consumer.poll(0.5)
+            if m is not None and m.error() is None and m.offset() < ends.get(m.partition(), 0):
+                raw = m.value()
+                found.append(Msg(m.partition(), m.offset(), json.loads(m.key()),
+                                 None if raw is None
+                                 else json.loads(raw, parse_float=decimal.Decimal),
+                                 dict(m.headers() or []), m.key()))
+            for tp in consumer.position([TopicPartition(name, p) for p in list(ends)]):
+                if tp.offset >= ends[tp.partition]:
+                    del ends[tp.partition]
         assert not ends, f"could not read {name} to its end from the host: {ends} left"
         return sorted(found, key=lambda x: (x.partition, x.offset)), len(meta.partitions)
     finally:
@@ -180,7 +194,7 @@ def up(timeout: float = 600) -> float:
     compose("up", "-d", timeout=timeout)
     wait_for(lambda: topic()[0], timeout=timeout, what=f"the first message of {TOPIC}")
     first = time.monotonic() - began
-    wait_for(lambda: health() == "healthy", timeout=timeout, what="cdc-ingest healthy")
+    wait_health("healthy", timeout)
     return first
 
 
@@ -242,7 +256,7 @@ class Writer:
     def start(self) -> None:
         self._proc = subprocess.Popen(
             compose_cmd("exec", "-T", "mysql", "sh", "-c",
-                        'MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec mysql -uroot shop'),
+                        f'{ROOT_PWD} exec mysql -uroot shop'),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -304,20 +318,20 @@ def test_restart_crash_and_kill_under_writes_exactly_once(stack: dict[str, float
     try:
         time.sleep(8)
         compose("restart", "cdc-ingest", timeout=180)
-        wait_for(lambda: health() == "healthy", timeout=240, what="healthy after restart")
+        wait_health("healthy", timeout=240)
         time.sleep(5)
         cid = container_id("cdc-ingest")
         restarts = int(inspect(cid, "{{.RestartCount}}"))
         subprocess.run(["kill", "-KILL", inspect(cid, "{{.State.Pid}}")], check=True)
         wait_for(lambda: int(inspect(cid, "{{.RestartCount}}") or 0) > restarts,
                  timeout=120, what="the restart policy to restart the crashed container")
-        wait_for(lambda: health() == "healthy", timeout=240, what="healthy after the crash")
+        wait_health("healthy", timeout=240)
         time.sleep(5)
         subprocess.run(["docker", "kill", cid], check=True, capture_output=True)
         time.sleep(5)
         assert health() == "exited", "docker kill is a manual stop: no restart by policy"
         compose("up", "-d", timeout=180)
-        wait_for(lambda: health() == "healthy", timeout=240, what="healthy after up -d")
+        wait_health("healthy", timeout=240)
         time.sleep(5)
     finally:
         writer.stop()
@@ -331,7 +345,7 @@ def test_down_up_resumes_and_down_v_snapshots_again(stack: dict[str, float]) -> 
     before, _ = topic()
     compose("down", timeout=300)
     compose("up", "-d", timeout=600)
-    wait_for(lambda: health() == "healthy", timeout=300, what="healthy after down/up")
+    wait_health("healthy", timeout=300)
     sql("UPDATE shop.orders SET status = 'after-down-up' WHERE id = 3;")
     after = wait_until_equal()
     old = {(m.partition, m.offset): m for m in before}
@@ -353,13 +367,42 @@ def test_health_follows_the_database(stack: dict[str, float]) -> None:
     assert health() == "healthy"
     compose("stop", "mysql", timeout=120)
     try:
-        wait_for(lambda: health() == "unhealthy", timeout=120,
-                 what="cdc-ingest unhealthy with MySQL stopped")
+        wait_health("unhealthy", timeout=120)
     finally:
         compose("start", "mysql", timeout=180)
-    wait_for(lambda: health() == "healthy", timeout=300,
-             what=f"cdc-ingest healthy again\n{logs('cdc-ingest')}")
+    wait_health("healthy", timeout=300)
     before, _ = topic()
     sql("UPDATE shop.orders SET status = 'after-outage' WHERE id = 2;")
     after = wait_until_equal()
     assert len(after) == len(before) + 1
+
+
+def _pems(text: str) -> set[str]:
+    return {"".join(block.split()) for block in re.findall(
+        r"-----BEGIN CERTIFICATE-----(.+?)-----END CERTIFICATE-----", text, re.S)}
+
+
+def test_no_password_in_docker_inspect_and_no_build_ca_in_the_image(
+        stack: dict[str, float]) -> None:
+    """The passwords are Compose secrets: no `docker inspect` of the stack shows them. The CA
+    the build trusted (a secret of the build) is in no image a user gets."""
+    passwords = [line.split("=", 1)[1] for line in
+                 (DOCKER_DIR / ".env").read_text().splitlines()
+                 if "=" in line and not line.startswith("#")]
+    assert passwords
+    for service in ("mysql", "kafka", "cdc-ingest"):
+        shown = subprocess.run(["docker", "inspect", container_id(service)], capture_output=True,
+                               text=True, check=True).stdout
+        for password in passwords:
+            assert password not in shown, f"docker inspect of {service} shows a password"
+    added = set()  # the CAs this machine added to its trust (Debian: update-ca-certificates)
+    for path in Path("/usr/local/share/ca-certificates").rglob("*.crt"):
+        added |= _pems(path.read_text(errors="replace"))
+    image = subprocess.run(
+        ["docker", "run", "--rm", "--entrypoint", "sh", "cdc-ingest:dev", "-c",
+         "cat /etc/ssl/certs/ca-certificates.crt; for f in /etc/ssl/certs/java/cacerts; do "
+         "keytool -list -rfc -storepass changeit -keystore $f 2>/dev/null; done"],
+        capture_output=True, text=True, check=True, timeout=120).stdout
+    trusted = _pems(image)
+    assert len(trusted) > 50, "the image's CA bundle could not be read"
+    assert not added & trusted, "the image trusts a CA the build was given as a secret"

@@ -10,6 +10,7 @@ import fnmatch
 import json
 import re
 import shlex
+import tempfile
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path, PurePosixPath
@@ -203,12 +204,44 @@ def pipeline_mount() -> Mount:
     return found[0]
 
 
+SECRETS_DIR = "/run/secrets/"
+_SECRET_REF = re.compile(r"\$\{file:" + re.escape(SECRETS_DIR) + r"([A-Za-z0-9_.-]+)\}")
+
+
+def dotenv() -> dict[str, str]:
+    """docker/.env, as Compose reads it (KEY=value lines)."""
+    values = {}
+    for line in (DOCKER / ".env").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.lstrip().startswith("#") and "=" in line:
+            key, _, value = line.partition("=")
+            values[key.strip()] = value.strip()
+    return values
+
+
+def secret_value(name: str) -> str:
+    """What Compose puts in /run/secrets/<name> with .env as it is."""
+    source = compose()["secrets"][name]
+    assert "environment" in source, f"secret {name} does not come from a variable: {source}"
+    return dotenv()[source["environment"]]
+
+
+def service_secrets(name: str) -> set[str]:
+    return {s if isinstance(s, str) else s["source"] for s in service(name).get("secrets") or []}
+
+
 @cache
 def pipeline() -> PipelineDef:
     mount = pipeline_mount()
     path = host_path(mount)
-    return parse_pipeline(path.read_text(encoding="utf-8"), environment(CDC),
-                          source_name=str(path), base_dir=path.parent)
+    text = path.read_text(encoding="utf-8")
+    # the Compose secrets the pipeline reads, as files with what Compose would put in them
+    secrets = Path(tempfile.mkdtemp(prefix="docker-secrets-"))
+    for name in _SECRET_REF.findall(text):
+        assert name in service_secrets(CDC), (
+            f"pipeline.yaml reads {SECRETS_DIR}{name}, a secret the {CDC} service is not given")
+        (secrets / name).write_text(secret_value(name), encoding="utf-8")
+    text = text.replace("${file:" + SECRETS_DIR, "${file:" + str(secrets) + "/")
+    return parse_pipeline(text, environment(CDC), source_name=str(path), base_dir=path.parent)
 
 
 def kafka_listeners(var: str) -> dict[str, tuple[str, int]]:
@@ -336,13 +369,27 @@ def test_mysql_init_script_creates_the_pipeline_user_with_its_grants_and_passwor
     needed = {"REPLICATION SLAVE", "REPLICATION CLIENT", "SELECT"}
     assert privileges >= needed, (
         f"{user!r} gets {sorted(privileges)}; `cdc-ingest validate` needs {sorted(needed)}")
-    # the .sh reads the password from the mysql container's env; cdc-ingest's must match
-    for var in set(re.findall(r"\$\{?(CDC_[A-Z_]*PASSWORD)", text)):
-        assert var in environment("mysql"), (
-            f"the init script reads ${var}, which the mysql service's environment lacks")
-        assert environment("mysql")[var] == pipeline().source.password.get_secret_value(), (
-            f"the mysql service creates {user!r} with ${var}, but the pipeline's password "
-            f"(from the {CDC} service's environment) differs")
+    # the .sh reads the password from the secret file CDC_PASSWORD_FILE names; cdc-ingest's
+    # must be the same secret
+    assert "CDC_PASSWORD_FILE" in text
+    target = environment("mysql").get("CDC_PASSWORD_FILE", "")
+    assert target.startswith(SECRETS_DIR), f"CDC_PASSWORD_FILE is {target!r}"
+    name = target.removeprefix(SECRETS_DIR)
+    assert name in service_secrets("mysql"), f"the mysql service is not given secret {name}"
+    assert secret_value(name) == pipeline().source.password.get_secret_value(), (
+        f"the mysql service creates {user!r} with secret {name}, the pipeline logs in with "
+        f"another password")
+
+
+def test_no_password_is_a_container_environment_variable() -> None:
+    """Passwords reach containers as Compose secrets (files): `docker inspect` shows every
+    environment variable, so none may hold one."""
+    passwords = set(dotenv().values())
+    for name in SERVICES:
+        for var, value in environment(name).items():
+            assert value not in passwords, f"{name}'s environment {var} holds a password"
+            assert not re.search(r"PASSWORD$", var), (
+                f"{name} gets {var} in its environment; pass it as a secret (…_FILE)")
 
 
 def test_pipeline_points_at_the_mysql_service() -> None:

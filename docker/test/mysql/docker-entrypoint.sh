@@ -2,7 +2,8 @@
 # The stand-in mysql image's entrypoint (docker/test/mysql/Dockerfile says why it exists).
 # As the official image's: arguments starting with '-' are mysqld's; on an empty data
 # directory: initialise, start a temporary server on the socket only, give root its
-# password (MYSQL_ROOT_PASSWORD, for localhost and '%'), run /docker-entrypoint-initdb.d/*
+# password (MYSQL_ROOT_PASSWORD or the file MYSQL_ROOT_PASSWORD_FILE names, for localhost
+# and '%'), run /docker-entrypoint-initdb.d/*
 # (*.sh run when executable, else sourced; *.sql piped to mysql), stop it; then mysqld.
 set -eo pipefail
 
@@ -18,8 +19,13 @@ shift
 mkdir -p /var/run/mysqld
 chown mysql:mysql /var/run/mysqld /var/lib/mysql
 
+if [ -n "${MYSQL_ROOT_PASSWORD_FILE:-}" ]; then  # as the official image: VAR_FILE -> VAR
+  MYSQL_ROOT_PASSWORD=$(cat "$MYSQL_ROOT_PASSWORD_FILE")
+  export MYSQL_ROOT_PASSWORD
+  unset MYSQL_ROOT_PASSWORD_FILE
+fi
 if [ ! -d /var/lib/mysql/mysql ]; then
-  : "${MYSQL_ROOT_PASSWORD:?the mysql service needs MYSQL_ROOT_PASSWORD}"
+  : "${MYSQL_ROOT_PASSWORD:?the mysql service needs MYSQL_ROOT_PASSWORD or MYSQL_ROOT_PASSWORD_FILE}"
   log "initialising the data directory"
   mysqld --initialize-insecure "$@"
   log "starting a temporary server on the socket only"
