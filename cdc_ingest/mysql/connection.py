@@ -61,8 +61,11 @@ SERVER_TEXT = (FIELD_TYPE.DATETIME, FIELD_TYPE.TIMESTAMP, FIELD_TYPE.DATE,
                FIELD_TYPE.NEWDECIMAL, FIELD_TYPE.DECIMAL)
 
 
-# The client's "the server went away" errors: can't connect, gone, lost, lost at handshake.
-CONNECTION_LOST = frozenset({2003, 2006, 2013, 2055})
+# "The server went away": the client's errors (can't connect, gone, lost, lost at
+# handshake) and the server's own for a connection it ends on its way down or out: shutdown in
+# progress (1053: a query that arrives while the server stops, seen under `docker compose stop
+# mysql`), MariaDB's connection killed (1927), MySQL's disconnect after inactivity (4031).
+CONNECTION_LOST = frozenset({2003, 2006, 2013, 2055, 1053, 1927, 4031})
 # Errors of a login the server refused: retrying, or restarting capture, cannot help.
 LOGIN_REFUSED = frozenset({1044, 1045, 1698, 1251, 2059})
 

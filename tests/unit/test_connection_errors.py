@@ -14,7 +14,13 @@ from cdc_ingest.capture.binlog_errors import BinlogDisconnected, stream_error
 from cdc_ingest.capture.socket_reader import SocketReader
 from cdc_ingest.errors import TRANSIENT_EXIT_CODE, PositionPurgedError, SourceUnavailable
 from cdc_ingest.model import Position
-from cdc_ingest.mysql.connection import ConnectionSettings, connect, retry_delay
+from cdc_ingest.mysql.connection import (
+    ConnectionSettings,
+    connect,
+    retry_delay,
+    unavailable,
+    went_away,
+)
 from cdc_ingest.sink.failures import SinkUnavailable, query_failed
 
 
@@ -35,6 +41,21 @@ def test_a_server_nobody_answers_for_is_unavailable_not_misconfigured() -> None:
 
 def test_retry_delays() -> None:
     assert [retry_delay(n) for n in range(1, 7)] == [1, 2, 4, 8, 10, 10]
+
+
+@pytest.mark.parametrize(("code", "text"), [
+    (1053, "Server shutdown in progress"),
+    (1927, "Connection was killed"),
+    (4031, "The client was disconnected by the server because of inactivity."),
+    (2013, "Lost connection to server during query"),
+])
+def test_a_server_on_its_way_down_is_unavailable(code: int, text: str) -> None:
+    """A query that reaches MySQL while it shuts down fails with 1053: that passes by itself
+    (exit 11: `start` restarts capture), it is not an unexpected error (exit 1) that ends
+    the pipeline. Seen in the Docker test under `docker compose stop mysql`."""
+    assert went_away(Exception(code, text))
+    failed = unavailable("a query to MySQL at mysql:3306", Exception(code, text))
+    assert failed.exit_code == TRANSIENT_EXIT_CODE and text in str(failed)
 
 
 def test_a_broken_binlog_stream_is_a_disconnect_a_purged_one_is_not() -> None:
