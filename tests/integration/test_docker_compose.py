@@ -404,5 +404,18 @@ def test_no_password_in_docker_inspect_and_no_build_ca_in_the_image(
          "keytool -list -rfc -storepass changeit -keystore $f 2>/dev/null; done"],
         capture_output=True, text=True, check=True, timeout=120).stdout
     trusted = _pems(image)
+    # what the image brings: the connector jars and the CDS archive, found with no network,
+    # for the non-root user it runs as
+    offline = subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", "--entrypoint", "python3",
+         "cdc-ingest:dev", "-c",
+         "import os; from cdc_ingest.sink import cds, spark; "
+         "jars = spark.fetch_spark_kafka_jars(); "
+         "print(os.getuid(), len(jars), *cds.java_options(jars))"],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert offline.returncode == 0, offline.stderr
+    uid, jars, *options = offline.stdout.split()
+    assert uid == "10001" and int(jars) >= 1, offline.stdout
+    assert any(o.startswith("-XX:SharedArchiveFile=") for o in options), offline.stdout
     assert len(trusted) > 50, "the image's CA bundle could not be read"
     assert not added & trusted, "the image trusts a CA the build was given as a secret"
