@@ -417,5 +417,12 @@ def test_no_password_in_docker_inspect_and_no_build_ca_in_the_image(
     uid, jars, *options = offline.stdout.split()
     assert uid == "10001" and int(jars) >= 1, offline.stdout
     assert any(o.startswith("-XX:SharedArchiveFile=") for o in options), offline.stdout
+    # the size docker/README.md states
+    stated = re.search(r"Its size: about ([0-9.]+) GB", (DOCKER_DIR / "README.md").read_text())
+    assert stated, "docker/README.md states no image size"
+    size = int(subprocess.run(["docker", "image", "inspect", "-f", "{{.Size}}", "cdc-ingest:dev"],
+                              capture_output=True, text=True, check=True).stdout) / 1e9
+    assert abs(size - float(stated.group(1))) <= 0.15 * float(stated.group(1)), (
+        f"the image is {size:.2f} GB; docker/README.md says about {stated.group(1)} GB")
     assert len(trusted) > 50, "the image's CA bundle could not be read"
     assert not added & trusted, "the image trusts a CA the build was given as a secret"

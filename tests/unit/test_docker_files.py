@@ -670,3 +670,12 @@ def test_the_stand_ins_take_what_compose_yaml_gives_the_official_images() -> Non
     data = next(m.target for m in mounts("kafka") if not m.bind)
     assert environment("kafka")["KAFKA_LOG_DIRS"] == data
     assert data in (DOCKER / "test/kafka/Dockerfile").read_text(encoding="utf-8")
+
+
+def test_the_readme_states_the_health_check_compose_yaml_runs() -> None:
+    check = service(CDC)["healthcheck"]
+    text = " ".join((DOCKER / "README.md").read_text(encoding="utf-8").split())
+    seconds = {k: int(str(check[k]).rstrip("s")) for k in ("interval", "start_period")}
+    stated = (f"every {seconds['interval']} s, unhealthy after {check['retries']} failures, "
+              f"{seconds['start_period']} s start period")
+    assert stated in text, f"docker/README.md should say: {stated}"
