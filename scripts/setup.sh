@@ -73,10 +73,10 @@ fi
 # (Debian's docker.io, dockerd started when not running), the Compose v2 plugin (from Debian
 # sid's docker-compose) and its images, built from the repository on Debian bases made here
 # with debootstrap when no registry can be pulled from (tests/integration/docker_env.py;
-# about 10 minutes the first time, cached by the engine after). A machine where this fails
+# about 6 minutes the first time, cached by the engine after). A machine where this fails
 # still sets up: the Docker test then fails with the same reason.
 if [ "${CDC_INGEST_SETUP_TESTS:-0}" = 1 ]; then
-  echo "setup: Docker engine, Compose and the Docker test's images (once: about 10 minutes)" >&2
+  echo "setup: Docker engine, Compose and the Docker test's images (once: about 6 minutes)" >&2
   "${sudo[@]}" env CDC_INGEST_CACHE="$cache" "$(command -v "$PYTHON")" \
     -m tests.integration.docker_env || true
 fi
