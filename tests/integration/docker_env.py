@@ -31,7 +31,13 @@ import time
 from pathlib import Path
 
 from cdc_ingest.cache import cache_dir, file_lock
-from cdc_ingest.services.mysql_root import APT_NO_VALID_UNTIL, MYSQL_ROOT, debian_mirror, sbin
+from cdc_ingest.services.mysql_root import (
+    APT_NO_VALID_UNTIL,
+    MYSQL_ROOT,
+    _chroot_env,
+    debian_mirror,
+    sbin,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKER_DIR = REPO / "docker"
@@ -145,13 +151,6 @@ def ensure_compose() -> None:
         PLUGIN.chmod(0o755)
     if not _answers(["docker", "compose", "version"]):
         raise DockerUnavailable(f"{PLUGIN} is installed but `docker compose version` fails")
-
-
-def _chroot_env() -> dict[str, str]:
-    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C", "HOME": "/root",
-           "DEBIAN_FRONTEND": "noninteractive"}
-    env.update({k: v for k, v in os.environ.items() if k.lower().endswith("_proxy")})
-    return env
 
 
 # -- the bases -----------------------------------------------------------------------------
