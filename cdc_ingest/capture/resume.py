@@ -18,7 +18,7 @@ from dataclasses import replace
 from cdc_ingest.capture.events import TxBegin
 from cdc_ingest.capture.options import CaptureOptions, StartupSpec
 from cdc_ingest.capture.positions import PositionStore
-from cdc_ingest.capture.schemas import load_schemas
+from cdc_ingest.capture.schemas import read_schema_topic
 from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.errors import (
     PURGED_FIX,
@@ -68,7 +68,8 @@ def start_position(options: CaptureOptions, store: PositionStore,
     if start is not None:
         log.info("resuming from committed position %s", start.describe())
         if start.tables is None:  # a release before selections were recorded
-            unseen_tables(options, catalog, load_schemas(options.kafka, options.schema_topic))
+            known = read_schema_topic(options.kafka, options.schema_topic).tables
+            unseen_tables(options, catalog, known)
         start = added_tables(options, start, catalog)
     else:
         start = first_position(options.startup, catalog)

@@ -85,9 +85,10 @@ class Capture:
         waiting = self._watch_signals(start)
         checkpoint = Checkpoint(self._producer, self._store, start, o.max_rows,
                                 o.max_interval_s, o.heartbeat_s)
-        tables, layouts = read_schema_topic(o.kafka, o.schema_topic)
-        guard = SchemaGuard(self._producer, o.schema_topic, tables, o.schema_change_behavior,
-                            checkpoint.open, checkpoint.commit, layouts, o.tinyint1_as_boolean)
+        guard = SchemaGuard(self._producer, o.schema_topic,
+                            read_schema_topic(o.kafka, o.schema_topic),
+                            o.schema_change_behavior, checkpoint.open, checkpoint.commit,
+                            o.tinyint1_as_boolean)
         if not self._store.resumed:
             guard.forget_all()  # what an earlier pipeline of this name left there
         chunk_filter = None

@@ -15,19 +15,25 @@ the new ones: :class:`SchemaGuard` stops capture there, after committing everyth
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from typing import Any
-
-import orjson
 
 from cdc_ingest.capture.flinktypes import Typed, layout_id
 from cdc_ingest.capture.keyschema import KeySchema, Layout
 from cdc_ingest.errors import SchemaChangeStopped
 from cdc_ingest.kafka import TransactionalProducer, read_topic
 from cdc_ingest.model.changelog import EMPTIES_TABLE
-
-SCHEMA_VERSION = 1
-TableId = tuple[str, str]
+from cdc_ingest.model.schema_topic import (
+    SchemaTopic,
+    TableId,
+    TableRecord,
+    encode,
+    fold,
+    layout_key,
+    layout_value,
+    table_key,
+    table_value,
+)
 
 
 class KeySchemaChanged(SchemaChangeStopped):
@@ -44,31 +50,9 @@ class RekeyNeeded(KeySchemaChanged):
         self.db, self.table, self.key, self.columns, self.where = db, table, key, columns, where
 
 
-def read_schema_topic(kafka: dict[str, Any], topic: str
-                      ) -> tuple[dict[TableId, dict[str, Any]], dict[str, dict[str, Any]]]:
-    """The last committed record of every table in the schema topic, and every layout
-    record by layout id."""
-    known: dict[TableId, dict[str, Any]] = {}
-    layouts: dict[str, dict[str, Any]] = {}
-    for msg in read_topic(kafka, topic):
-        if msg.key is None:
-            continue
-        key = orjson.loads(msg.key)
-        if key.get("layout") is not None:
-            if msg.value is not None:
-                layouts[str(key["layout"])] = orjson.loads(msg.value)
-            continue
-        table_id = (str(key.get("db")), str(key.get("table")))
-        if msg.value is None:
-            known.pop(table_id, None)
-        else:
-            known[table_id] = orjson.loads(msg.value)
-    return known, layouts
-
-
-def load_schemas(kafka: dict[str, Any], topic: str) -> dict[TableId, dict[str, Any]]:
-    """The last committed record of every table in the schema topic."""
-    return read_schema_topic(kafka, topic)[0]
+def read_schema_topic(kafka: dict[str, Any], topic: str) -> SchemaTopic:
+    """What the schema topic says now (its committed records)."""
+    return fold(read_topic(kafka, topic))
 
 
 class SchemaGuard:
@@ -78,14 +62,13 @@ class SchemaGuard:
     came before a refused change (Checkpoint.commit).
     """
 
-    def __init__(self, producer: TransactionalProducer, topic: str,
-                 known: dict[TableId, dict[str, Any]], behavior: str,
-                 open_tx: Callable[[], None], commit: Callable[[], None],
-                 layouts: Iterable[str] = (), tinyint1_as_boolean: bool = False) -> None:
+    def __init__(self, producer: TransactionalProducer, topic: str, read: SchemaTopic,
+                 behavior: str, open_tx: Callable[[], None], commit: Callable[[], None],
+                 tinyint1_as_boolean: bool = False) -> None:
         self._producer = producer
         self._topic = topic
-        self._known = known
-        self._layouts = set(layouts)  # layout ids the topic holds
+        self._known: dict[TableId, TableRecord] = read.tables
+        self._layouts = set(read.layouts)  # layout ids the topic holds
         self.tinyint1_as_boolean = tinyint1_as_boolean
         self._behavior = behavior
         self._open = open_tx
@@ -96,7 +79,7 @@ class SchemaGuard:
         if self._known:
             self._open()
         for db, table in self._known:
-            self._producer.send(self._topic, None, _key(db, table))
+            self._producer.send(self._topic, None, table_key(db, table))
         self._known.clear()
 
     def layout(self, db: str, table: str, key: KeySchema, columns: Layout, pos: str,
@@ -142,10 +125,8 @@ class SchemaGuard:
         lid = layout_id(db, table, typed)
         if lid not in self._layouts:
             self._open()
-            value = {"v": SCHEMA_VERSION, "db": db, "table": table, "layout": lid,
-                     "columns": typed}
-            self._producer.send(self._topic, orjson.dumps(value),
-                                orjson.dumps({"db": db, "table": table, "layout": lid}), ts_ms)
+            self._producer.send(self._topic, encode(layout_value(db, table, lid, typed)),
+                                layout_key(db, table, lid), ts_ms)
             self._layouts.add(lid)
         return lid
 
@@ -181,20 +162,15 @@ class SchemaGuard:
             value.pop("pinned", None)  # ignore: a table created again is pinned afresh
         self._write(db, table, value)
 
-    def _write(self, db: str, table: str, value: dict[str, Any]) -> None:
-        value = {"v": SCHEMA_VERSION, "db": db, "table": table, "key": None, "columns": None,
-                 "ddl": None, "action": None, **value}
+    def _write(self, db: str, table: str, fields: Mapping[str, Any]) -> None:
+        value = table_value(db, table, fields)
         self._known[(db, table)] = value
         self._open()
-        self._producer.send(self._topic, orjson.dumps(value), _key(db, table), value["ts_ms"])
-
-
-def _key(db: str, table: str) -> bytes:
-    return orjson.dumps({"db": db, "table": table})
+        self._producer.send(self._topic, encode(value), table_key(db, table), value["ts_ms"])
 
 
 def key_change_message(db: str, table: str, before: KeySchema, after: KeySchema, pos: str,
-                       last: dict[str, Any]) -> str:
+                       last: Mapping[str, Any]) -> str:
     ddl = last.get("ddl")
     cause = (f"by {str(ddl)[:300]!r} (binlog {last.get('pos')})" if ddl
              else "by a schema change capture did not see")

@@ -11,12 +11,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import orjson
-
 from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka import read_topic
+from cdc_ingest.model.schema_topic import SchemaTopic, fold
 
-_CACHE: dict[str, dict[str, Any]] = {}
+_READ = SchemaTopic()  # layouts only: what tasks of this worker have read
 _LOCK = threading.Lock()
 
 
@@ -29,20 +28,20 @@ def typed_layout(kafka: dict[str, Any], topic: str, layout: str | None, table: s
             "capture older than this sink wrote it, and debezium-json.include-schema.enabled "
             "or timestamp-format.standard: ISO-8601 need them. Fix: run capture and the sink "
             "from the same cdc-ingest release, or start a new pipeline (a new pipeline.name)")
-    found = _CACHE.get(layout)
+    found = _READ.layouts.get(layout)
     if found is None:
         with _LOCK:
-            found = _CACHE.get(layout)
+            found = _READ.layouts.get(layout)
             if found is None:
                 _read(kafka, topic)
-                found = _CACHE.get(layout)
+                found = _READ.layouts.get(layout)
     if found is None:
         raise SinkError(
             f"a change of {table} at binlog {pos} names column types (layout {layout}) that "
             f"the schema topic {topic} does not hold: the topic was deleted or its records "
             "removed by hand. Fix: start a new pipeline (a new pipeline.name), whose capture "
             "writes the types again")
-    return list(found["columns"])
+    return [dict(c) for c in found["columns"]]
 
 
 def table_timestamps(kafka: dict[str, Any], topic: str, db: str, table: str
@@ -50,17 +49,11 @@ def table_timestamps(kafka: dict[str, Any], topic: str, db: str, table: str
     """The columns of ``db.table`` that are timestamps in any of its typed layouts."""
     with _LOCK:
         _read(kafka, topic)
-        return frozenset(str(c["name"]).encode() for found in _CACHE.values()
-                         if found.get("db") == db and found.get("table") == table
-                         for c in found["columns"] if str(c["type"]).startswith("TIMESTAMP"))
+        return frozenset(name.encode() for name in _READ.timestamps(db, table))
 
 
 def _read(kafka: dict[str, Any], topic: str) -> None:
     # settled: the row's transaction is committed, but its marker may reach the schema
     # topic's partition a moment after the changelog's
-    for msg in read_topic(kafka, topic, settled=True):
-        if msg.key is None or msg.value is None or b'"layout"' not in msg.key:
-            continue
-        key = orjson.loads(msg.key)
-        if key.get("layout") is not None:
-            _CACHE[str(key["layout"])] = orjson.loads(msg.value)
+    fold(read_topic(kafka, topic, settled=True), into=_READ)
+    _READ.tables.clear()  # a task needs only the layouts

@@ -5,9 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import orjson
-
 from cdc_ingest.kafka import TopicAdmin, read_topic
+from cdc_ingest.model.schema_topic import fold
 from cdc_ingest.sink.event_resets import row_image
 from cdc_ingest.verify.values import dumps, parse
 
@@ -26,19 +25,7 @@ def canonical_key(raw: bytes | None) -> bytes:
 
 def schema_topic_pins(kafka: dict[str, Any], topic: str) -> dict[tuple[str, str], list[str]]:
     """Each table's ``pinned`` columns in the schema topic (docs/changelog-format.md)."""
-    pins: dict[tuple[str, str], list[str]] = {}
-    for msg in read_topic(kafka, topic):
-        if msg.key is None or b'"layout"' in msg.key:
-            continue
-        key = orjson.loads(msg.key)
-        table = (str(key.get("db")), str(key.get("table")))
-        record = orjson.loads(msg.value) if msg.value is not None else {}
-        pinned = record.get("pinned")
-        if pinned:
-            pins[table] = list(pinned["columns"])
-        else:
-            pins.pop(table, None)
-    return pins
+    return fold(read_topic(kafka, topic)).pins()
 
 
 def _as_is(value: bytes | None) -> bytes | None:

@@ -19,6 +19,7 @@ from cdc_ingest.capture.keyschema import (
 from cdc_ingest.capture.schema import ColumnSpec, FieldType
 from cdc_ingest.capture.schemas import KeySchemaChanged, RekeyNeeded, SchemaGuard
 from cdc_ingest.errors import SourceError
+from cdc_ingest.model.schema_topic import SchemaTopic, layout_value
 from cdc_ingest.mysql import Column
 
 T = FieldType
@@ -109,9 +110,10 @@ def _guard(known: dict[Any, Any] | None = None,
            behavior: str = "lenient") -> tuple[SchemaGuard, _Producer, list[str]]:
     producer, calls = _Producer(), []
     # the typed layout of these tests' rows is known already: only table records are sent
-    guard = SchemaGuard(producer, "schema", known if known is not None else {}, behavior,
-                        lambda: calls.append("open"), lambda: calls.append("commit"),
-                        [layout_id("shop", "t", [])])
+    read = SchemaTopic(tables=known if known is not None else {},
+                       layouts={layout_id("shop", "t", []): layout_value("shop", "t", "", [])})
+    guard = SchemaGuard(producer, "schema", read, behavior,
+                        lambda: calls.append("open"), lambda: calls.append("commit"))
     return guard, producer, calls
 
 
