@@ -37,8 +37,8 @@ from typing import Any
 
 import orjson
 
+from cdc_ingest.change_events.jackson import jackson_json
 from cdc_ingest.model.javatext import java_double
-from cdc_ingest.sink.jackson import jackson_json
 
 _TYPE = re.compile(r"^([A-Z_]+)(?:\((\d+)(?:, (\d+))?\))?$")
 _JAVA_INT = re.compile(r"^[+-]?\d+$")

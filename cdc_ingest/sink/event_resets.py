@@ -9,61 +9,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-import msgspec
 import orjson
 
+from cdc_ingest.change_events.address import Target, exclusive
+from cdc_ingest.change_events.readback import decode_event, row_image, schema_of
+from cdc_ingest.change_events.values import decode_columns
 from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka.consumer import Message
 from cdc_ingest.kafka.partition import java_partition
 from cdc_ingest.model.changelog import DdlRecord
-from cdc_ingest.sink.events import EventSerde, Target, decode_columns, exclusive
+from cdc_ingest.sink.events import EventSerde
 from cdc_ingest.sink.serde import SinkMessage
-
-
-class _Payload(msgspec.Struct):
-    """What a delete needs of a change event read back: its last row image."""
-
-    op: str | None = None  # debezium
-    after: msgspec.Raw = msgspec.Raw(b"null")
-    type: str | None = None  # canal
-    data: list[msgspec.Raw] | None = None
-    pkNames: list[str] | None = None
-
-
-class _Event(_Payload):
-    """The same, or wrapped with its Kafka Connect schema (``include-schema.enabled``)."""
-
-    schema: msgspec.Raw = msgspec.Raw(b"null")
-    payload: _Payload | None = None
-
-
-_decode_wrapped = msgspec.json.Decoder(_Event).decode
-
-
-def _decode_event(value: bytes) -> _Payload:
-    event = _decode_wrapped(value)
-    return event.payload if event.payload is not None else event
-
-
-def _schema_of(value: bytes | None) -> bytes | None:
-    """The ``schema`` block of an event written with one."""
-    if not value:
-        return None
-    schema = bytes(_decode_wrapped(value).schema)
-    return None if schema == b"null" else schema
-
-
-def row_image(value: bytes | None) -> bytes | None:
-    """The row a change event leaves (``after``, canal's ``data[0]``); None after a delete."""
-    if value is None:
-        return None
-    event = _decode_event(value)
-    if event.op == "d" or event.type == "DELETE":
-        return None
-    if event.data:
-        return bytes(event.data[0])
-    after = bytes(event.after)
-    return None if after == b"null" else after
 
 
 def deletes(serde: EventSerde, topic: str, messages: Iterable[Message], ddl: DdlRecord,
@@ -111,8 +67,8 @@ def _live(serde: EventSerde, target: Target, messages: Iterable[Message]
         if image is None:
             live[key] = None
         else:
-            names = _decode_event(msg.value or b"{}").pkNames if serde.canal else None
-            live[key] = (image, names or [], _schema_of(msg.value))
+            names = decode_event(msg.value or b"{}").pkNames if serde.canal else None
+            live[key] = (image, names or [], schema_of(msg.value))
     return [(k, *v) for k, v in live.items() if v is not None]
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from cdc_ingest.change_events.address import Headers
 from cdc_ingest.kafka.limits import MessageTooLarge
-from cdc_ingest.sink.serde import Headers, SinkMessage
+from cdc_ingest.sink.serde import SinkMessage
 from cdc_ingest.sink.topics import SinkTopics
 
 log = logging.getLogger(__name__)

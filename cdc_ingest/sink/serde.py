@@ -23,6 +23,8 @@ from typing import Protocol
 import msgspec
 import orjson
 
+from cdc_ingest.change_events.address import Headers
+from cdc_ingest.change_events.jackson import jackson_json
 from cdc_ingest.model.changelog import (
     DdlRecord,
     check_version,
@@ -30,11 +32,9 @@ from cdc_ingest.model.changelog import (
     decode_record,
     decode_record_columns,
 )
-from cdc_ingest.sink.jackson import jackson_json
 from cdc_ingest.transform.records import Transformer
 from cdc_ingest.transform.rules import RuleSpec
 
-Headers = list[tuple[str, bytes]]
 Topics = Callable[[str, str], tuple[str, ...]]
 
 # One sink message: (topic, key, value (None: a tombstone), headers, timestamp ms, "db.table").

@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cdc_ingest.change_events.address import EventOptions, event_options
 from cdc_ingest.kafka import client_config
 from cdc_ingest.model.names import sink_transactional_id
 from cdc_ingest.routing.routes import Router
-from cdc_ingest.sink.events import EventOptions
 from cdc_ingest.transform.rules import RuleSpec
 
 if TYPE_CHECKING:
@@ -53,28 +53,6 @@ class SinkSettings:
 
     def transactional_id(self, partition: int) -> str:
         return sink_transactional_id(self.transactional_id_prefix, partition)
-
-
-def event_options(defn: PipelineDef) -> EventOptions | None:
-    """The ``type: kafka`` options, or None for ``upsert-kafka``."""
-    from cdc_ingest.config.kafka_sink import KafkaSinkDef  # noqa: PLC0415 - the driver's
-
-    sink = defn.sink
-    if not isinstance(sink, KafkaSinkDef):
-        return None
-    return EventOptions(
-        value_format=str(sink.value_format.value), key_format=str(sink.key_format.value),
-        topic=sink.topic or None, mapping=tuple(sink.sink_table_id_to_topic_mapping.items()),
-        all_to_zero=str(sink.partition_strategy.value) == "all-to-zero",
-        custom_headers=tuple(sink.sink_custom_header.items()),
-        value_ignore_nulls=(sink.canal_json_encode_ignore_null_fields
-                            if str(sink.value_format.value) == "canal-json"
-                            else sink.debezium_json_encode_ignore_null_fields),
-        key_ignore_nulls=sink.json_encode_ignore_null_fields,
-        include_schema=sink.debezium_json_include_schema_enabled,
-        iso_values=sink.iso_values, iso_keys=sink.iso_keys,
-        schema_topic=defn.pipeline.schema_topic,
-        kafka=tuple(client_config(sink.properties).items()) if sink.typed else ())
 
 
 def sink_settings(defn: PipelineDef) -> SinkSettings:

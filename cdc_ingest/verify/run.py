@@ -7,12 +7,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from cdc_ingest.change_events.address import EventAddress, event_options
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.errors import CdcIngestError, SourceError
 from cdc_ingest.kafka import client_config
 from cdc_ingest.mysql import connection_settings
-from cdc_ingest.sink.events import EventSerde
-from cdc_ingest.sink.settings import event_options
 from cdc_ingest.transform.functions import EvaluationError
 from cdc_ingest.transform.rules import Rule
 from cdc_ingest.verify.diff import TopicCheck, TopicResult
@@ -33,7 +32,7 @@ class VerifyMismatch(CdcIngestError):
 def topics_of(defn: PipelineDef, tables: list[tuple[str, str]]) -> dict[str, list[str]]:
     """Sink topic -> the captured tables (``db.table``) routed to it, in table order."""
     router = defn.router()
-    events = event_serde(defn)
+    events = event_address(defn)
     topics: dict[str, list[str]] = {}
     for db, table in tables:
         names = (router.sink_topics(db, table) if events is None
@@ -43,15 +42,15 @@ def topics_of(defn: PipelineDef, tables: list[tuple[str, str]]) -> dict[str, lis
     return topics
 
 
-def event_serde(defn: PipelineDef) -> EventSerde | None:
+def event_address(defn: PipelineDef) -> EventAddress | None:
     """``sink.type: kafka``: what spells the change events' keys; None for upsert-kafka."""
     options = event_options(defn)
     if options is None:
         return None
-    return EventSerde(defn.router(), options, False)
+    return EventAddress(defn.router(), options, False)
 
 
-def _expected_key(events: EventSerde | None, name: str, topic: str, key: bytes,
+def _expected_key(events: EventAddress | None, name: str, topic: str, key: bytes,
                   stamps: frozenset[bytes] = frozenset()) -> bytes:
     """The message key of a MySQL row whose canonical key JSON is ``key``, in the canonical
     form verify reads topic keys in (so `key.json.encoding` spellings compare equal)."""
@@ -90,7 +89,7 @@ def _check_topic(
     tables: list[str], max_diffs: int,
 ) -> TopicResult:
     kafka = client_config(defn.sink.properties)
-    events = event_serde(defn)
+    events = event_address(defn)
     pinned = pinned_columns(defn, kafka)
     latest = latest_values(kafka, topic, events=events is not None)
     rules = {name: _rule(defn, name) for name in tables}

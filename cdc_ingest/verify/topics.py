@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from cdc_ingest.change_events.readback import row_image
 from cdc_ingest.kafka import TopicAdmin, read_topic
 from cdc_ingest.model.schema_topic import fold
-from cdc_ingest.sink.event_resets import row_image
 from cdc_ingest.verify.values import dumps, parse
 
 log = logging.getLogger(__name__)

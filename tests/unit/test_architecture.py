@@ -78,6 +78,15 @@ RULES: dict[str, tuple[object, tuple[str, ...]]] = {
         (lambda m: _part(m) != "capture", ("cdc_ingest.verify",)),
     "verify does not import capture":
         (lambda m: _part(m) != "verify", ("cdc_ingest.capture",)),
+    # verify is a second, independent implementation of what the sink writes: it shares the
+    # contracts (model/, change_events/), never the sink's code
+    "verify does not import the sink":
+        (lambda m: _part(m) != "verify", ("cdc_ingest.sink",)),
+    "the sink does not import verify":
+        (lambda m: _part(m) != "sink", ("cdc_ingest.verify",)),
+    "change_events/ is a format: it imports no stage and no command":
+        (lambda m: _part(m) != "change_events",
+         tuple(f"cdc_ingest.{p}" for p in (*STAGES, "commands", "services"))),
     "confluent_kafka only inside kafka/":
         (lambda m: _part(m) == "kafka", ("confluent_kafka",)),
     "pymysqlreplication only in capture/binlog.py and capture/binlog_*.py":

@@ -17,10 +17,10 @@ from cdc_ingest.capture.flinktypes import (
     typed_from_catalog,
 )
 from cdc_ingest.capture.schema import ColumnSpec, FieldType
+from cdc_ingest.change_events.values import iso_timestamps
 from cdc_ingest.model.javatext import java_double
 from cdc_ingest.mysql import Column
 from cdc_ingest.sink.connect_schema import column_schema, schema_block
-from cdc_ingest.sink.event_values import iso_timestamps
 
 
 def _col(name: str, type_: str, default: str | None = None, comment: str | None = None,

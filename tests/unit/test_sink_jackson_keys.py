@@ -9,10 +9,11 @@ from typing import Any
 import orjson
 import pytest
 
+from cdc_ingest.change_events.address import EventOptions
+from cdc_ingest.change_events.jackson import jackson_json
 from cdc_ingest.kafka.partition import java_partition
 from cdc_ingest.routing.routes import Router
-from cdc_ingest.sink.events import EventOptions, EventSerde
-from cdc_ingest.sink.jackson import jackson_json
+from cdc_ingest.sink.events import EventSerde
 from cdc_ingest.sink.serde import SinkSerde
 from tests.unit.test_config import minimal
 from tests.unit.test_config_errors import problems_of

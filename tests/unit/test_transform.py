@@ -205,8 +205,9 @@ def test_change_events_carry_the_projected_rows() -> None:
     """`type: kafka`: Debezium JSON events of a transformed table, as Flink CDC's Kafka sink
     writes the transformed schema: computed columns in `before`/`after`, a row leaving the
     filter as a delete event."""
+    from cdc_ingest.change_events.address import EventOptions  # noqa: PLC0415
     from cdc_ingest.routing.routes import Router  # noqa: PLC0415
-    from cdc_ingest.sink.events import EventOptions, EventSerde  # noqa: PLC0415
+    from cdc_ingest.sink.events import EventSerde  # noqa: PLC0415
 
     serde = EventSerde(Router([]), EventOptions(), False,
                        (RuleSpec("app.orders", "id, amount * 2 AS twice", "amount >= 10"),))

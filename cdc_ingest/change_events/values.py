@@ -8,13 +8,13 @@ import msgspec
 import orjson
 
 decode_columns = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
-_NULL = b"null"
+NULL = b"null"
 
 
 def without_nulls(row: bytes) -> bytes:
     """A row object without its null members, every other value byte for byte."""
     return msgspec.json.encode({k: v for k, v in decode_columns(row).items()
-                                if bytes(v) != _NULL})
+                                if bytes(v) != NULL})
 
 
 def iso_timestamps(row: bytes, stamps: frozenset[bytes]) -> bytes:
@@ -32,10 +32,10 @@ def iso_timestamps(row: bytes, stamps: frozenset[bytes]) -> bytes:
     return msgspec.json.encode(columns) if changed else row
 
 
-def _members(*pairs: tuple[bytes, bytes], skip_nulls: bool) -> bytes:
+def members(*pairs: tuple[bytes, bytes], skip_nulls: bool) -> bytes:
     """``"name":value`` members, those whose value is null left out with ``skip_nulls``."""
     return b",".join(b'"%b":%b' % (name, value) for name, value in pairs
-                     if not (skip_nulls and value == _NULL))
+                     if not (skip_nulls and value == NULL))
 
 
 def csv_field(value: str) -> str:
@@ -47,7 +47,7 @@ def csv_field(value: str) -> str:
     return value
 
 
-def _csv_value(raw: bytes) -> str:
+def csv_value(raw: bytes) -> str:
     if raw == b"null":
         return ""
     if raw[:1] == b'"':
