@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
-from cdc_ingest import __version__, logs
+from cdc_ingest import __version__, exit_codes, logs
 from cdc_ingest.errors import CdcIngestError
 
 log = logging.getLogger("cdc_ingest")
@@ -72,7 +72,7 @@ def validate(config_path: Path) -> None:
 
     ok = run_validate(config_path, click.echo)
     if not ok:
-        raise SystemExit(4)
+        raise SystemExit(exit_codes.VALIDATE_FAILED)
 
 
 @cli.command()
@@ -130,7 +130,8 @@ def start(config_path: Path, master: str | None) -> None:
     run_start(config_path, ["--master", master] if master else [], received)
 
 
-@cli.command()
+@cli.command(help="Compare every sink topic with the MySQL tables routed to it; exit "
+             f"{exit_codes.VERIFY_DIFFERENT} if they differ.")
 @config_option
 @click.option("--max-diffs", default=10, show_default=True, type=click.IntRange(min=0),
               help="differences shown per kind (missing, extra, differing, conflicts) and topic")
@@ -138,7 +139,6 @@ def start(config_path: Path, master: str | None) -> None:
               metavar="SECONDS", help="check again until equal, for up to SECONDS (changes "
               "still on their way, a sink still starting)")
 def verify(config_path: Path, max_diffs: int, wait_s: float) -> None:
-    """Compare every sink topic with the MySQL tables routed to it; exit 8 if they differ."""
     from cdc_ingest.config import load_pipeline
     from cdc_ingest.verify.run import run_verify
 
@@ -170,17 +170,20 @@ def snapshot(config_path: Path, tables: tuple[str, ...]) -> None:
     request_snapshot(load_pipeline(config_path), list(tables), click.echo)
 
 
-@cli.command()
+@cli.command(help=f"""Show capture's position against the binlog head and the sink's lag per
+partition.
+
+Exits {exit_codes.POSITION_PURGED} when the committed position is gone from the binlog,
+{exit_codes.SOURCE} when MySQL refuses the login, {exit_codes.TRANSIENT} when it is
+unreachable, {exit_codes.KAFKA_OR_SINK} when Kafka fails, {exit_codes.NOT_CAUGHT_UP} when
+--wait-caught-up ran out; {exit_codes.OK} otherwise.""")
 @config_option
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 @click.option("--wait-caught-up", "wait_s", default=None, type=click.FloatRange(min=0),
               metavar="SECONDS", help="wait (up to SECONDS) until capture is at the binlog "
-              "head and the sink has written all it committed; exit 12 if not by then")
+              "head and the sink has written all it committed; exit "
+              f"{exit_codes.NOT_CAUGHT_UP} if not by then")
 def status(config_path: Path, as_json: bool, wait_s: float | None) -> None:
-    """Show capture's position against the binlog head and the sink's lag per partition.
-
-    Exits 7 when the committed position is gone from the binlog, 3 when MySQL is unreachable
-    or refuses the login, 5 when Kafka fails, 12 when --wait-caught-up ran out; 0 otherwise."""
     import json
     import time
 
@@ -201,7 +204,7 @@ def status(config_path: Path, as_json: bool, wait_s: float | None) -> None:
     code = exit_code(report)
     if not code and wait_s is not None and not caught_up(report):
         click.echo(f"not caught up after {wait_s:.0f} s (see the lag above)", err=True)
-        code = 12
+        code = exit_codes.NOT_CAUGHT_UP
     if code:
         sys.exit(code)
 
@@ -221,7 +224,7 @@ def main(argv: list[str] | None = None) -> None:
         cli.main(args=argv, prog_name="cdc-ingest", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
-        raise SystemExit(130) from None
+        raise SystemExit(exit_codes.INTERRUPTED) from None
     except click.ClickException as exc:
         exc.show()
         raise SystemExit(exc.exit_code) from None
@@ -234,7 +237,7 @@ def main(argv: list[str] | None = None) -> None:
             click.echo(f"error: {exc}", err=True)
         raise SystemExit(exc.exit_code) from None
     except KeyboardInterrupt:
-        raise SystemExit(130) from None
+        raise SystemExit(exit_codes.INTERRUPTED) from None
 
 
 if __name__ == "__main__":

@@ -2,18 +2,21 @@
 
 Every error carries a message that says what happened, where (YAML path, table, column,
 binlog position) and what to do about it. The CLI catches :class:`CdcIngestError` at its edge,
-prints the message and exits non-zero; tracebacks only with ``--debug``.
+prints the message and exits with the error's ``exit_code`` (named in
+:mod:`cdc_ingest.exit_codes`); tracebacks only with ``--debug``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cdc_ingest import exit_codes
+
 
 class CdcIngestError(Exception):
     """Root of every error cdc-ingest raises on purpose."""
 
-    exit_code = 1
+    exit_code = exit_codes.UNEXPECTED
 
 
 @dataclass(frozen=True)
@@ -32,7 +35,7 @@ class ConfigProblem:
 class ConfigError(CdcIngestError):
     """The pipeline definition is wrong. Fix the YAML and run again."""
 
-    exit_code = 2
+    exit_code = exit_codes.CONFIG
 
     def __init__(self, problems: list[ConfigProblem] | ConfigProblem | str) -> None:
         if isinstance(problems, str):
@@ -51,13 +54,13 @@ class ConfigError(CdcIngestError):
 class SourceError(CdcIngestError):
     """MySQL is misconfigured, refused something, or sent something we cannot represent."""
 
-    exit_code = 3
+    exit_code = exit_codes.SOURCE
 
 
 # The exit code of a failure that passes by itself: MySQL or Kafka unreachable for a while, a
 # Kafka transaction the broker aborted after transaction.timeout.ms. Nothing uncommitted is
 # kept, so starting again resumes exactly; ``cdc-ingest start`` does that itself, with backoff.
-TRANSIENT_EXIT_CODE = 11
+TRANSIENT_EXIT_CODE = exit_codes.TRANSIENT
 
 
 class SourceUnavailable(SourceError):
@@ -67,19 +70,13 @@ class SourceUnavailable(SourceError):
     exit_code = TRANSIENT_EXIT_CODE
 
 
-class PreflightError(CdcIngestError):
-    """`validate` found settings that prevent capture; each check says how to fix it."""
-
-    exit_code = 4
-
-
 class SinkError(CdcIngestError):
     """The Spark sink stage failed (its query, a task, a changelog record it cannot read);
     nothing of the failed batch was committed. Kafka's own failures are
     :class:`cdc_ingest.kafka.KafkaClientError` (same exit code) and
     :class:`cdc_ingest.kafka.FencedError` (exit code 6)."""
 
-    exit_code = 5
+    exit_code = exit_codes.KAFKA_OR_SINK
 
 
 # What to do when capture's position is gone from the server's binlog (capture, status, start).
@@ -95,10 +92,10 @@ class SchemaChangeStopped(SourceError):
     key changed, or ``pipeline.schema.change.behavior: exception``); starting again stops
     at the same change."""
 
-    exit_code = 10
+    exit_code = exit_codes.SCHEMA_CHANGE_STOPPED
 
 
 class PositionPurgedError(SourceError):
     """The position to resume from is no longer in the server's binlog."""
 
-    exit_code = 7
+    exit_code = exit_codes.POSITION_PURGED

@@ -260,8 +260,9 @@ def caught_up(status: PipelineStatus) -> bool:
 
 
 def exit_code(status: PipelineStatus) -> int:
-    """0 when nothing is wrong; else the exit code of what is (7 a purged position, 3 MySQL
-    unreachable or the login rejected, 5 Kafka)."""
+    """0 when nothing is wrong; else the exit code of what is (:mod:`cdc_ingest.exit_codes`:
+    ``POSITION_PURGED`` a purged position, ``SOURCE`` the login rejected, ``TRANSIENT`` MySQL
+    unreachable, ``KAFKA_OR_SINK`` Kafka)."""
     if status.capture.exit_code:
         return status.capture.exit_code
     return KafkaClientError.exit_code if status.sink.error else 0

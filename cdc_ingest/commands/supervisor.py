@@ -1,10 +1,10 @@
 """``cdc-ingest start``: capture and the sink as two child processes, supervised together.
 
-A child that exits for a transient reason (exit 11: MySQL or Kafka away for a while, a Kafka
-transaction timed out while the process was frozen) is started again with backoff, and
-resumes from its committed position. If a child exits for any other reason, the other is
-stopped cleanly and the exit code says which failed; SIGTERM / Ctrl-C stops both (each
-finishes or aborts its open transaction) and exits 0.
+A child that exits for a transient reason (``exit_codes.TRANSIENT``: MySQL or Kafka away for
+a while, a Kafka transaction timed out while the process was frozen) is started again with
+backoff, and resumes from its committed position. If a child exits for any other reason, the
+other is stopped cleanly and ``start`` exits ``exit_codes.CHILD_FAILED``; SIGTERM / Ctrl-C
+stops both (each finishes or aborts its open transaction) and exits 0.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
+from cdc_ingest import exit_codes
 from cdc_ingest.errors import (
     PURGED_FIX,
     TRANSIENT_EXIT_CODE,
@@ -40,7 +41,7 @@ HEALTHY_S = 120.0  # a child that ran this long starts its restart backoff over
 class ChildFailed(CdcIngestError):
     """One stage of the pipeline exited; the other was stopped."""
 
-    exit_code = 9
+    exit_code = exit_codes.CHILD_FAILED
 
 
 @dataclass

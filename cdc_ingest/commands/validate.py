@@ -15,7 +15,7 @@ from cdc_ingest.model import Position
 
 
 def run_validate(config_path: Path, echo: Callable[[str], None]) -> bool:
-    """Print every check; True when all pass. Config errors are raised (exit 2)."""
+    """Print every check; True when all pass. Config errors are raised (``ConfigError``)."""
     defn = load_pipeline(config_path)
     try:
         options = capture_options(defn)
