@@ -1,4 +1,6 @@
-"""Every column type through the binlog into the changelog, compared with a fixture file.
+"""Every column type through the binlog into the changelog, compared with a fixture file
+and with an oracle independent of cdc-ingest's code (``server_oracle``: the server's own
+text of each value, and values written by hand for the tricky ones).
 
 On both flavours; MySQL's table has two more columns (VECTOR, and JSON holding opaque and
 double values: ``flavors.MYSQL``) and its own reviewed fixture."""
@@ -14,7 +16,8 @@ import orjson
 import pytest
 
 from tests.conftest import admin_conn
-from tests.integration.flavors import ALL_SERVERS, Source, facts_of
+from tests.integration import server_oracle
+from tests.integration.flavors import ALL_SERVERS, MARIADB, MYSQL, Facts, Source, facts_of
 from tests.integration.pipeline_helpers import (
     changelog,
     gtid_now,
@@ -78,8 +81,7 @@ ZERO_DATES = """INSERT INTO all_types (id, dt, dtm, dtm6, ts, yr, en, st)
  '0000-00-00 00:00:00', 0, '', '')"""
 
 
-class Num(str):
-    """A JSON number kept as the exact text Kafka holds (0.50 is not 0.5)."""
+Num = server_oracle.Num  # a JSON number kept as the exact text Kafka holds (0.50 is not 0.5)
 
 
 def _exact(value: Any) -> Any:
@@ -140,15 +142,47 @@ def test_every_column_type_maps_to_the_expected_json(
         {"op": r["op"], "pk": r["pk"], "before": r["before"], "after": r["after"]}
         for r in records
     ]
+    # the independent oracle first, so a fixture is never rewritten from output it refutes:
+    # the rows as the server prints them now (ids 1, 3 updated, 4; 2 is deleted), and the
+    # values written by hand (which must also agree with the server's text)
+    server = server_oracle.read_server(source.admin, fresh_db)
+    mysql = not source.flavor.mariadb
+    rules_wrong = server_oracle.hand_written_against_server(server, mysql)
+    assert not rules_wrong, "\n".join(rules_wrong)
+    latest = server_oracle.latest_rows(got)
+    wrong = (server_oracle.differences(server, latest)
+             + server_oracle.hand_written_differences(latest, mysql)
+             + server_oracle.null_row_differences(got))
+    assert not wrong, "capture's values are not the server's:\n" + "\n".join(wrong)
+
     if os.environ.get("CDC_INGEST_WRITE_FIXTURES") == "1":  # after a reviewed change only
         fixture.write_bytes(b"".join(orjson.dumps(_exact(g)) + b"\n" for g in got))
-    expected = [
-        json.loads(line, parse_float=Num)
-        for line in fixture.read_text().splitlines() if line.strip()
-    ]
+    expected = _fixture_records(source.facts)
+    # and the golden file agrees with the server
+    fixture_wrong = server_oracle.differences(server, server_oracle.latest_rows(expected))
+    assert not fixture_wrong, f"{fixture.name} is not the server's:\n" + "\n".join(fixture_wrong)
     assert len(got) == len(expected)
     for g, e in zip(got, expected, strict=True):
         assert g == e, f"record for pk {e['pk']} differs"
     # BIGINT UNSIGNED max survives as an exact number in the raw message bytes.
     raw = next(r for r in records if r["pk"] == {"id": 1})
     assert raw["after"]["biu"] == 18446744073709551615
+
+
+def _fixture_records(facts: Facts) -> list[dict[str, Any]]:
+    return [
+        json.loads(line, parse_float=Num)
+        for line in facts.all_types_fixture.read_text().splitlines() if line.strip()
+    ]
+
+
+@pytest.mark.parametrize("facts", [MARIADB, MYSQL], ids=lambda f: f.name)
+def test_fixture_holds_the_hand_written_values(facts: Facts) -> None:
+    """The reviewed fixture agrees with the values written by hand from the INSERTs and the
+    format doc (the live test also checks it against the server's text). Needs no
+    services."""
+    records = _fixture_records(facts)
+    wrong = (server_oracle.hand_written_differences(
+        server_oracle.latest_rows(records), facts is MYSQL)
+        + server_oracle.null_row_differences(records))
+    assert not wrong, "\n".join(wrong)
