@@ -11,7 +11,6 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from cdc_ingest.kafka.errors import KafkaClientError
 from cdc_ingest.kafka.logs import with_logger
 
-NO_OFFSET = -1001
 T = TypeVar("T")
 
 # The group's coordinator is not there yet: on a new cluster the first request of any group

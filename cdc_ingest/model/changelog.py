@@ -5,9 +5,10 @@ One Kafka message per row change in the pipeline's changelog topic:
 * **key**: the canonical JSON of the key columns in key order, ``{"id":42}`` (compact, as
   orjson writes it), so one key always lands in one changelog partition, in binlog order.
   DDL records have no key and go to every partition.
-* **value**: a JSON object with the fields of :data:`FIELDS`, in that order::
+* **value**: a JSON object with these fields, in this order (``layout`` only where capture
+  knows the row's typed layout, docs/changelog-format.md)::
 
-    {"v":1,"op":"+U","db":"shop","table":"orders","pk":{"id":42},
+    {"v":1,"op":"+U","db":"shop","table":"orders","layout":"9c1f0e7d2a4b6c80","pk":{"id":42},
      "before":{...},"after":{...},"ts_ms":1700000000000,"pos":"0-1-9#3"}
 
   ``op`` is one of :class:`Op`; ``before``/``after`` are the row images (``null`` where the
@@ -33,7 +34,6 @@ import msgspec
 import orjson
 
 CHANGELOG_VERSION = 1
-FIELDS = ("v", "op", "db", "table", "pk", "before", "after", "ts_ms", "pos")
 SNAPSHOT_POS = "snapshot"
 
 
@@ -43,8 +43,6 @@ class Op(StrEnum):
     DELETE = "-D"
     DDL = "DDL"
 
-
-ROW_OPS = (Op.INSERT, Op.UPDATE, Op.DELETE)
 
 
 class ChangelogVersionError(ValueError):

@@ -6,7 +6,7 @@ rows are already in the changelog, so a restart inside a large transaction skips
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -39,9 +39,6 @@ class Position:
     # (cdc_ingest.capture.signals): taken requests are committed with the position they
     # changed, so each is carried out once.
     signals: int = 0
-
-    def with_rows(self, rows_done: int) -> Position:
-        return replace(self, rows_done=rows_done)
 
     # The two the binlog phase makes per event and per transaction: the constructor itself,
     # about 2.5x faster than dataclasses.replace (tests/unit/test_position.py holds them to it).
