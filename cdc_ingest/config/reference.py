@@ -101,7 +101,6 @@ _DEFAULTS: dict[type[BaseModel], dict[str, str]] = {
         "changelog.topic": "`cdc-ingest.<name>.changelog`, from `name`",
         "offsets.topic": "`cdc-ingest.<name>.offsets`, from `name`",
         "schema.topic": "`cdc-ingest.<name>.schema`, from `name`",
-        "metrics.port": "off",
         "max-offsets-per-trigger": "unlimited",
     },
 }

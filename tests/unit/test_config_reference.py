@@ -91,3 +91,29 @@ def test_no_raw_html_or_broken_cells() -> None:
             outside = re.sub(r"`[^`]*`", "", line)
             assert "<" not in outside, line
             assert outside.count("|") == 4, line
+
+
+def test_defaults_in_words_only_where_the_model_has_none() -> None:
+    # A default in words beside a concrete model default contradicts the code: the metrics
+    # port was documented "off" while a pipeline without it serves metrics on 9249.
+    for model, given in _DEFAULTS.items():
+        for name, info in model.model_fields.items():
+            if option_name(name, info) not in given or info.is_required():
+                continue
+            default = info.get_default(call_default_factory=True)
+            assert default is None or default == {} or isinstance(default, BaseModel), (
+                f"{model.__name__}.{option_name(name, info)}: the reference says "
+                f"{given[option_name(name, info)]!r}, the model's default is {default!r}")
+
+
+def test_metrics_are_on_by_default_on_the_port_the_docs_name() -> None:
+    from cdc_ingest.config.pipeline import DEFAULT_METRICS_PORT  # noqa: PLC0415
+    from cdc_ingest.healthcheck import DEFAULT_PORT  # noqa: PLC0415
+
+    options = PipelineOptions.model_validate({"name": "p"})
+    assert options.metrics_port == DEFAULT_METRICS_PORT == DEFAULT_PORT == 9249
+    assert "| `metrics.port` | `9249` |" in render_reference()
+    assert "| `metrics.port` | `9249` |" in DOC.read_text(encoding="utf-8")
+    ops = (DOC.parent / "operations.md").read_text(encoding="utf-8")
+    assert "on by default: the sink on `http://127.0.0.1:9249/metrics`, capture\n  on port 9250" \
+        in ops
