@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,17 @@ from cdc_ingest.errors import CdcIngestError
 from cdc_ingest.kafka import read_topic
 from cdc_ingest.services import KafkaBroker, MariaDB, cache_dir
 
-ROUTE = Path(__file__).resolve().parents[2] / "routes" / "shop-demo.yaml"
+
+def _route(name: str) -> Path:
+    """``routes/<name>`` of a source checkout, else the copy a wheel ships as package data
+    (``cdc_ingest/routes/``, put there by setup.py)."""
+    checkout = Path(__file__).resolve().parents[2] / "routes" / name
+    if checkout.is_file():
+        return checkout
+    return Path(str(resources.files("cdc_ingest").joinpath("routes", name)))
+
+
+ROUTE = _route("shop-demo.yaml")
 TOPICS = ("shop.orders.v1", "shop.customers")
 # what routes/shop-demo.yaml reads from the environment
 DEMO_ENV = ("MYSQL_PORT", "MYSQL_USER", "MYSQL_PASSWORD", "KAFKA_BOOTSTRAP",
@@ -108,7 +119,7 @@ def run_demo(wait: bool = True) -> None:
     try:
         _say("sample schema `shop`, its rows as at the first run")
         _sql(mysql, SCHEMA + ROWS)
-        _say("cdc-ingest start --config routes/shop-demo.yaml")
+        _say(f"cdc-ingest start --config {ROUTE}")
         proc = subprocess.Popen(
             [sys.executable, "-m", "cdc_ingest.cli", "start", "--config", str(ROUTE)],
             env=env, stdout=(home / "pipeline.log").open("ab"), stderr=subprocess.STDOUT,
@@ -135,12 +146,9 @@ def run_demo(wait: bool = True) -> None:
             click.echo(f"  export {exports}\n"
                        f"  mariadb -h127.0.0.1 -P{mysql.port} -uroot -proot shop  "
                        "# change rows\n"
-                       "  cdc-ingest watch --config routes/shop-demo.yaml     "
-                       "# follow the topics\n"
-                       "  cdc-ingest status --config routes/shop-demo.yaml    "
-                       "# positions and lag\n"
-                       "  cdc-ingest verify --config routes/shop-demo.yaml    "
-                       "# topics against MySQL\n"
+                       f"  cdc-ingest watch --config {ROUTE}   # follow the topics\n"
+                       f"  cdc-ingest status --config {ROUTE}  # positions and lag\n"
+                       f"  cdc-ingest verify --config {ROUTE}  # topics against MySQL\n"
                        f"  python -m cdc_ingest.services status all --home {home}")
             while True:
                 time.sleep(1)
