@@ -601,13 +601,30 @@ def _mem_total_bytes() -> int | None:
     return None
 
 
-def _git_commit() -> str | None:
+def _git(repo: Path, *args: str) -> str | None:
     with suppress(OSError, subprocess.SubprocessError):
-        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"],
-                             capture_output=True, text=True, timeout=10, check=False)
+        out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                             timeout=30, check=False)
         if out.returncode == 0:
-            return out.stdout.strip()
+            return out.stdout
     return None
+
+
+def git_state(repo: Path = REPO) -> dict[str, Any]:
+    """The commit the measured code is from, and whether the tree was that commit: ``dirty``
+    when a tracked file differs from it (staged or not) or an untracked file exists, as
+    ``git describe --dirty`` says for tracked files; ``modified`` then lists each
+    (``git status --porcelain`` lines: status, path), so a figure measured on a dirty tree
+    does not pass for the commit's. Without git: ``commit`` and ``dirty`` None."""
+    commit = _git(repo, "rev-parse", "HEAD")
+    status = _git(repo, "status", "--porcelain", "--untracked-files=all")
+    if commit is None or status is None:
+        return {"commit": None, "dirty": None}
+    modified = [line for line in status.splitlines() if line.strip()]
+    state: dict[str, Any] = {"commit": commit.strip(), "dirty": bool(modified)}
+    if modified:
+        state["modified"] = modified
+    return state
 
 
 def machine_info(**extra: Any) -> dict[str, Any]:
@@ -627,7 +644,7 @@ def machine_info(**extra: Any) -> dict[str, Any]:
             "PyMySQL": _version("PyMySQL"),
             "orjson": _version("orjson"),
         },
-        "git_commit": _git_commit(),
+        "git": git_state(),
         **extra,
     }
 
