@@ -29,23 +29,20 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import replace
 
-from cdc_ingest.capture.checkpoint import Checkpoint
-from cdc_ingest.capture.options import CaptureOptions
-from cdc_ingest.capture.schemas import RekeyNeeded, SchemaGuard
+from cdc_ingest.capture.context import CaptureContext, Done, Stopped
+from cdc_ingest.capture.schemas import RekeyNeeded
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
-from cdc_ingest.capture.snapshot.phase import SnapshotPhase, snapshotter
+from cdc_ingest.capture.snapshot.phase import SnapshotPhase
 from cdc_ingest.capture.snapshot.reader import Snapshotter
 from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.errors import SourceError
-from cdc_ingest.kafka import TransactionalProducer
 from cdc_ingest.kafka.consumer import end_offsets
 from cdc_ingest.kafka.offsets import GroupOffsets, OffsetsPending
 from cdc_ingest.kafka.partition import java_partition
 from cdc_ingest.model.changelog import REKEY, REKEY_END, ddl_value
-from cdc_ingest.mysql import Catalog
 
 log = logging.getLogger(__name__)
 
@@ -54,23 +51,21 @@ WAIT_POLL_S = 0.5
 
 
 class Rekeying:
-    def __init__(self, options: CaptureOptions, producer: TransactionalProducer,
-                 checkpoint: Checkpoint, guard: SchemaGuard, catalog: Catalog,
-                 partitions: int, stopping: Callable[[], bool]) -> None:
-        self._o = options
-        self._producer = producer
-        self._checkpoint = checkpoint
-        self._guard = guard
-        self._catalog = catalog
-        self._partitions = partitions
-        self._stopping = stopping
+    def __init__(self, ctx: CaptureContext) -> None:
+        self._ctx = ctx
+        self._o = ctx.options
+        self._tx = ctx.tx
+        self._guard = ctx.schemas
+        self._catalog = ctx.catalog
+        self._partitions = ctx.partitions
+        self._stopping = ctx.stopping
         self._planner: Snapshotter | None = None
         self._group: GroupOffsets | None = None
 
-    def start(self, change: RekeyNeeded, current: ChunkFilter | None) -> ChunkFilter | None:
-        """Re-key ``change``'s table at the committed position. Returns the chunk filter the
-        binlog phase goes on with, or None when stopped before the end (the next start of
-        capture finishes the re-key before it reads the binlog)."""
+    def start(self, change: RekeyNeeded, current: ChunkFilter | None) -> Done | Stopped:
+        """Re-key ``change``'s table at the committed position. Done: with the chunk filter
+        the binlog phase goes on with; Stopped: before the end (the next start of capture
+        finishes the re-key before it reads the binlog)."""
         db, table, where = change.db, change.table, change.where
         file, _, pos = where.rpartition(":")
         if current is not None and current.reaches(db, table, (file, int(pos))):
@@ -89,7 +84,7 @@ class Rekeying:
                               rekey={"db": db, "table": table, "where": where,
                                      "partition": cutover, "cut": False, "end": None,
                                      "begin": {str(p): end for p, end in ends.items()}})
-        ts_ms = self._checkpoint.position.ts_ms or int(time.time() * 1000)
+        ts_ms = self._tx.position.ts_ms or int(time.time() * 1000)
         self._guard.rekeyed(db, table, change.key, change.columns, where, ts_ms)
         self._mark(state, f"re-key {db}.{table} under {change.key.describe()}", REKEY, ts_ms,
                    range(self._partitions))
@@ -98,43 +93,39 @@ class Rekeying:
                     db, table, change.key.describe())
         return self.finish(state)
 
-    def finish(self, state: SnapshotState) -> ChunkFilter | None:
+    def finish(self, state: SnapshotState) -> Done | Stopped:
         """Go on with a re-key from the step ``state`` says it reached."""
         rekey = state.rekey
         assert rekey is not None
         name, cutover = f"{rekey['db']}.{rekey['table']}", int(rekey["partition"])
-        planner = self._planner = self._planner or snapshotter(self._o, 0)
+        planner = self._planner = self._planner or self._ctx.snapshotter(0)
         if rekey.get("end") is None:
             begin = {int(p): int(end) for p, end in rekey["begin"].items()}
             if not rekey.get("cut") and not self._sink_past(begin, name, "the re-key record"):
-                return None
-            SnapshotPhase(self._o, self._producer, self._checkpoint, planner, self._guard,
-                          self._stopping).run(state)
-            if not state.done:
-                return None
+                return Stopped()
+            # every row into the cutover partition (no re-snapshot record to spread)
+            if isinstance(SnapshotPhase(self._ctx, planner).run(state), Stopped):
+                return Stopped()
             rekey["end"] = end_offsets(self._o.kafka, self._o.changelog_topic,
                                        [cutover])[cutover]
             self._mark(state, f"re-key {name} done", REKEY_END, int(time.time() * 1000),
                        [cutover])
         if not self._sink_past({cutover: int(rekey["end"])}, name, "the table under its new key"):
-            return None
+            return Stopped()
         log.info("%s is re-keyed: the sink topics hold it under its new key; reading the "
                  "binlog again from %s", name, rekey["where"])
-        return ChunkFilter(state, planner.info)
+        return Done(ChunkFilter(state, planner.info))
 
     def _mark(self, state: SnapshotState, text: str, action: str, ts_ms: int,
               partitions: Iterable[int]) -> None:
         """Commit a re-key record in ``partitions`` with ``state`` as the re-key's progress."""
         rekey = state.rekey
         assert rekey is not None
-        checkpoint = self._checkpoint
-        checkpoint.open()
-        value = ddl_value(rekey["db"], rekey["table"], text, ts_ms, rekey["where"], action)
-        for partition in partitions:
-            self._producer.send(self._o.changelog_topic, value, None, ts_ms,
-                                partition=partition)
-        checkpoint.position = replace(checkpoint.position, snapshot=state.as_json())
-        checkpoint.commit()
+        tx = self._tx
+        tx.marker(ddl_value(rekey["db"], rekey["table"], text, ts_ms, rekey["where"], action),
+                  partitions, ts_ms)
+        tx.position = replace(tx.position, snapshot=state.as_json())
+        tx.commit()  # the record and the step it completes, together
 
     def _sink_past(self, ends: dict[int, int], name: str, what: str) -> bool:
         """Wait until the sink group's committed offset of each partition is past ``ends``

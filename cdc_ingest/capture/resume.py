@@ -17,7 +17,6 @@ from dataclasses import replace
 
 from cdc_ingest.capture.events import TxBegin
 from cdc_ingest.capture.options import CaptureOptions, StartupSpec
-from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.capture.schemas import read_schema_topic
 from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.errors import (
@@ -58,13 +57,13 @@ def first_position(spec: StartupSpec, catalog: Catalog) -> Position:
     )
 
 
-def start_position(options: CaptureOptions, store: PositionStore,
+def start_position(options: CaptureOptions, committed: Position | None,
                    catalog: Catalog) -> tuple[Position, int]:
-    """The committed position, else the first one; raises when its binlog is gone. Also the
-    binlog time (s) before which transactions are skipped (a first start in ``timestamp``
-    mode; else 0)."""
+    """The ``committed`` position (None: a first start), else the first one; raises when its
+    binlog is gone. Also the binlog time (s) before which transactions are skipped (a first
+    start in ``timestamp`` mode; else 0)."""
     skip_before_s = 0
-    start = store.load()
+    start = committed
     if start is not None:
         log.info("resuming from committed position %s", start.describe())
         if start.tables is None:  # a release before selections were recorded

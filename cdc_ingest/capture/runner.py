@@ -2,8 +2,11 @@
 
 It reads as its topology: topics ready, transactional id registered (fencing whatever a
 killed predecessor left open), the position to start from, the snapshot phase while one is
-unfinished, then the binlog phase until stopped. Each phase writes through one
-:class:`~cdc_ingest.capture.checkpoint.Checkpoint` (exactly-once hop 1).
+unfinished, then the binlog phase until stopped (re-keying a table in place when its key
+changes under ``evolve``). Each phase gets the run's
+:class:`~cdc_ingest.capture.context.CaptureContext` and writes through its
+:class:`~cdc_ingest.capture.transaction.ChangelogTransaction` (exactly-once hop 1), and
+returns how it ended.
 """
 
 from __future__ import annotations
@@ -14,7 +17,13 @@ from types import FrameType
 
 from cdc_ingest import metrics
 from cdc_ingest.capture.binlog import BinlogReader
-from cdc_ingest.capture.checkpoint import Checkpoint
+from cdc_ingest.capture.context import (
+    CaptureContext,
+    Done,
+    RekeyRequested,
+    SnapshotRequested,
+    Stopped,
+)
 from cdc_ingest.capture.decoder import decoder_kind
 from cdc_ingest.capture.options import CaptureOptions
 from cdc_ingest.capture.positions import PositionStore
@@ -24,9 +33,10 @@ from cdc_ingest.capture.resume import Transactions, same_server, start_position
 from cdc_ingest.capture.schemas import SchemaGuard, read_schema_topic
 from cdc_ingest.capture.signals import SignalWatch, take_requests
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
-from cdc_ingest.capture.snapshot.phase import SnapshotPhase, snapshotter
+from cdc_ingest.capture.snapshot.phase import SnapshotPhase
 from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.capture.stream import BinlogPhase
+from cdc_ingest.capture.transaction import ChangelogTransaction, Limits
 from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer
 from cdc_ingest.kafka.admin import FIRST_CONTACT_S
 from cdc_ingest.kafka.limits import message_limit
@@ -48,10 +58,13 @@ class Capture:
         # The largest row the server accepts fits in a record (cdc_ingest.kafka.limits).
         packet = self._catalog.variable("max_allowed_packet")
         self._max_message_bytes = message_limit(int(packet or 0))
-        self._producer = TransactionalProducer(
+        producer = TransactionalProducer(
             {"compression.type": "lz4", "message.max.bytes": self._max_message_bytes,
              **options.kafka}, options.transactional_id)
-        self._store = PositionStore(options.kafka, options.offsets_topic)
+        self._tx = ChangelogTransaction(
+            producer, PositionStore(options.kafka, options.offsets_topic),
+            options.changelog_topic, options.schema_topic,
+            Limits(options.max_rows, options.max_interval_s, options.heartbeat_s))
         self._watch: SignalWatch | None = None
 
     def request_stop(self, signum: int = 0, frame: FrameType | None = None) -> None:
@@ -69,73 +82,82 @@ class Capture:
         partitions = self._prepare_topics()
         # Registering the transactional id aborts whatever a killed predecessor left open,
         # so the position read next is the last one that really committed.
-        self._producer.init()
+        self._tx.register()
         try:
             # A snapshot request (capture/signals.py) ends a run; the next one takes it.
-            while self._run_once(partitions) and not self._stop:
+            while (isinstance(self._run_once(partitions), SnapshotRequested)
+                   and not self._stop):
                 log.info("starting over from the committed position to take the request")
         finally:
             self._catalog.close()
 
-    def _run_once(self, partitions: int) -> bool:
-        """One run from the committed position; True when it ended to take a request."""
-        o = self.o
-        start, skip_before_s = start_position(o, self._store, self._catalog)
+    def _run_once(self, partitions: int) -> Stopped | SnapshotRequested:
+        """One run from the committed position, until stopped or a request arrives."""
+        o, tx = self.o, self._tx
+        start, skip_before_s = start_position(o, tx.load_position(), self._catalog)
         start = take_requests(o, start, self._catalog)
         waiting = self._watch_signals(start)
-        checkpoint = Checkpoint(self._producer, self._store, start, o.max_rows,
-                                o.max_interval_s, o.heartbeat_s)
-        guard = SchemaGuard(self._producer, o.schema_topic,
-                            read_schema_topic(o.kafka, o.schema_topic),
-                            o.schema_change_behavior, checkpoint.open, checkpoint.commit,
-                            o.tinyint1_as_boolean)
-        if not self._store.resumed:
+        tx.start_run(start)
+        guard = SchemaGuard(tx, read_schema_topic(o.kafka, o.schema_topic),
+                            o.schema_change_behavior, o.tinyint1_as_boolean)
+        if not tx.resumed:
             guard.forget_all()  # what an earlier pipeline of this name left there
-        chunk_filter = None
-        rekeying = Rekeying(o, self._producer, checkpoint, guard, self._catalog, partitions,
-                            self.stopping)
+        ctx = CaptureContext(o, self._catalog, tx, guard, partitions, self.stopping)
+        rekeying = Rekeying(ctx)
+        snapshot = Done()
         if start.snapshot is not None:
-            state = SnapshotState.from_json(start.snapshot)
-            same_server(state, self._catalog)
-            if state.rekey is not None:  # a re-key to finish before the binlog goes on
-                chunk_filter = rekeying.finish(state)
-                if chunk_filter is None:
-                    log.info("re-key interrupted; the next start finishes it")
-                    return self._request_arrived()
-            else:
-                planner = snapshotter(o, 0)
-                if not state.done and state.chunks:
-                    db, table = state.tables[state.table]
-                    log.info("snapshot goes on at %s.%s after key %s (%d chunk(s) committed)",
-                             db, table, state.after, len(state.chunks))
-                if not state.done:
-                    SnapshotPhase(o, self._producer, checkpoint, planner, guard,
-                                  self.stopping, partitions).run(state)
-                    if self.stopping() or o.startup.mode == "snapshot":
-                        log.info("snapshot %s", "done; stopping (scan.startup.mode: snapshot)"
-                                 if state.done else "interrupted")
-                        return self._request_arrived()
-                chunk_filter = ChunkFilter(state, planner.info)
+            unfinished = SnapshotState.from_json(start.snapshot)
+            outcome = self._snapshot_phase(ctx, rekeying, unfinished)
+            if isinstance(outcome, Stopped):
+                return self._ended()
             if waiting:  # requests that waited for this snapshot or re-key: take them now
-                return True
-            start = checkpoint.position
-        stream = BinlogPhase(
-            self._producer, o.changelog_topic, partitions, o.captured, self._catalog,
-            checkpoint, Transactions(start, skip_before_s),
-            Progress(LOG_INTERVAL_S, self._catalog), chunk_filter, guard, self.stopping,
-            rekeying.start if o.schema_change_behavior == "evolve" else None)
+                return SnapshotRequested()
+            snapshot = outcome
+        binlog = BinlogPhase(ctx, Transactions(tx.position, skip_before_s),
+                             Progress(LOG_INTERVAL_S, self._catalog), snapshot.chunk_filter)
 
         def open_reader(at: Position) -> BinlogReader:
             return BinlogReader(o.connection, o.server_id, at, o.captured, self._table_facts,
                                 self._catalog.is_mariadb,
                                 min(o.heartbeat_s, max(o.max_interval_s, 1.0)), self.stopping,
-                                stream.idle)
+                                binlog.idle)
 
         log.info("capture %s starts at %s (row decoder: %s)", o.pipeline,
-                 start.describe() or "binlog head", decoder_kind())
-        stream.run(open_reader, o.connect_retries)
-        log.info("capture stopped at %s", checkpoint.committed.describe())
-        return self._request_arrived()
+                 tx.position.describe() or "binlog head", decoder_kind())
+        # a re-key (schema.change.behavior: evolve) runs with the binlog closed, which is
+        # then read again from the committed position
+        while isinstance(ended := binlog.run(open_reader, o.connect_retries), RekeyRequested):
+            rekeyed = rekeying.start(ended.change, binlog.chunk_filter)
+            if isinstance(rekeyed, Stopped):
+                tx.commit()
+                break
+            binlog.rekeyed(rekeyed.chunk_filter)
+        log.info("capture stopped at %s", tx.committed.describe())
+        return self._ended()
+
+    def _snapshot_phase(self, ctx: CaptureContext, rekeying: Rekeying,
+                        state: SnapshotState) -> Done | Stopped:
+        """The unfinished snapshot (or re-key) the committed position holds."""
+        o = self.o
+        same_server(state, self._catalog)
+        if state.rekey is not None:  # a re-key to finish before the binlog goes on
+            outcome = rekeying.finish(state)
+            if isinstance(outcome, Stopped):
+                log.info("re-key interrupted; the next start finishes it")
+            return outcome
+        planner = ctx.snapshotter(0)
+        if state.done:
+            return Done(ChunkFilter(state, planner.info))
+        if state.chunks:
+            db, table = state.tables[state.table]
+            log.info("snapshot goes on at %s.%s after key %s (%d chunk(s) committed)",
+                     db, table, state.after, len(state.chunks))
+        outcome = SnapshotPhase(ctx, planner, ctx.partitions).run(state)
+        if isinstance(outcome, Stopped) or self.stopping() or o.startup.mode == "snapshot":
+            log.info("snapshot %s", "done; stopping (scan.startup.mode: snapshot)"
+                     if state.done else "interrupted")
+            return Stopped()
+        return outcome
 
     def _watch_signals(self, start: Position) -> bool:
         """Watch for requests after those ``start`` took; True when some are waiting."""
@@ -144,12 +166,13 @@ class Capture:
         self._watch = SignalWatch(self.o.kafka, self.o.signal_topic)
         return self._watch.seen > start.signals
 
-    def _request_arrived(self) -> bool:
+    def _ended(self) -> Stopped | SnapshotRequested:
+        """How a run ended: to take a request that arrived, or stopped."""
         arrived = self._watch is not None and self._watch.arrived.is_set()
         if self._watch is not None:
             self._watch.close()
             self._watch = None
-        return arrived and not self._stop
+        return SnapshotRequested() if arrived and not self._stop else Stopped()
 
     def _table_facts(self, db: str, table: str) -> TableFacts:
         facts = self._catalog.table_facts(db, table)

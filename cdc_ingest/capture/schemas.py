@@ -15,13 +15,13 @@ the new ones: :class:`SchemaGuard` stops capture there, after committing everyth
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from cdc_ingest.capture.flinktypes import Typed, layout_id
 from cdc_ingest.capture.keyschema import KeySchema, Layout
 from cdc_ingest.errors import SchemaChangeStopped
-from cdc_ingest.kafka import TransactionalProducer, read_topic
+from cdc_ingest.kafka import read_topic
 from cdc_ingest.model.changelog import EMPTIES_TABLE
 from cdc_ingest.model.schema_topic import (
     SchemaTopic,
@@ -55,31 +55,31 @@ def read_schema_topic(kafka: dict[str, Any], topic: str) -> SchemaTopic:
     return fold(read_topic(kafka, topic))
 
 
+class SchemaWriter(Protocol):
+    """What the guard writes through: capture's changelog transaction
+    (capture/transaction.py)."""
+
+    def schema_record(self, key: bytes, value: bytes | None, ts_ms: int = 0) -> None: ...
+    def commit(self, force: bool = False) -> None: ...
+
+
 class SchemaGuard:
-    """What capture knows of each table's schema, written to the schema topic as it learns.
+    """What capture knows of each table's schema, written to the schema topic (through
+    ``writer``, in the transaction of the rows it describes) as it learns. Before a refused
+    change it commits everything before it (``writer.commit``)."""
 
-    ``open`` makes sure a Kafka transaction is open (Checkpoint.open); ``commit`` commits what
-    came before a refused change (Checkpoint.commit).
-    """
-
-    def __init__(self, producer: TransactionalProducer, topic: str, read: SchemaTopic,
-                 behavior: str, open_tx: Callable[[], None], commit: Callable[[], None],
+    def __init__(self, writer: SchemaWriter, read: SchemaTopic, behavior: str,
                  tinyint1_as_boolean: bool = False) -> None:
-        self._producer = producer
-        self._topic = topic
+        self._writer = writer
         self._known: dict[TableId, TableRecord] = read.tables
         self._layouts = set(read.layouts)  # layout ids the topic holds
         self.tinyint1_as_boolean = tinyint1_as_boolean
         self._behavior = behavior
-        self._open = open_tx
-        self._commit = commit
 
     def forget_all(self) -> None:
         """A first start: what the topic holds is from an earlier pipeline of this name."""
-        if self._known:
-            self._open()
         for db, table in self._known:
-            self._producer.send(self._topic, None, table_key(db, table))
+            self._writer.schema_record(table_key(db, table), None)
         self._known.clear()
 
     def layout(self, db: str, table: str, key: KeySchema, columns: Layout, pos: str,
@@ -90,7 +90,7 @@ class SchemaGuard:
         last = self._known.get((db, table))
         before = KeySchema.from_json(last.get("key")) if last else None
         if before is not None and before != key:
-            self._commit()
+            self._writer.commit()
             message = key_change_message(db, table, before, key, pos, last or {})
             if self._behavior == "evolve":
                 raise RekeyNeeded(message, db, table, key, columns, pos)
@@ -124,9 +124,8 @@ class SchemaGuard:
     def _typed(self, db: str, table: str, typed: list[Typed], ts_ms: int) -> str:
         lid = layout_id(db, table, typed)
         if lid not in self._layouts:
-            self._open()
-            self._producer.send(self._topic, encode(layout_value(db, table, lid, typed)),
-                                layout_key(db, table, lid), ts_ms)
+            self._writer.schema_record(layout_key(db, table, lid),
+                                       encode(layout_value(db, table, lid, typed)), ts_ms)
             self._layouts.add(lid)
         return lid
 
@@ -146,7 +145,7 @@ class SchemaGuard:
     def ddl(self, db: str, table: str, sql: str, action: str, pos: str, ts_ms: int) -> None:
         """A DDL statement on a captured table, read at binlog ``pos``."""
         if self._behavior == "exception" and action != "create":
-            self._commit()
+            self._writer.commit()
             raise SchemaChangeStopped(
                 f"DDL on captured table {db}.{table} at binlog {pos}: {sql[:300]!r}. Nothing "
                 "after it was captured (pipeline.schema.change.behavior: exception). Fix: "
@@ -165,8 +164,7 @@ class SchemaGuard:
     def _write(self, db: str, table: str, fields: Mapping[str, Any]) -> None:
         value = table_value(db, table, fields)
         self._known[(db, table)] = value
-        self._open()
-        self._producer.send(self._topic, encode(value), table_key(db, table), value["ts_ms"])
+        self._writer.schema_record(table_key(db, table), encode(value), value["ts_ms"])
 
 
 def key_change_message(db: str, table: str, before: KeySchema, after: KeySchema, pos: str,

@@ -3,7 +3,7 @@
 One event at a time, in binlog order: a transaction begins (:class:`TxBegin`), its rows are
 decoded by the reader and encoded and sent by the table's encoder (:class:`Rows`), DDL goes to
 every changelog partition (:class:`Ddl`), and the transaction ends (:class:`TxCommit`); after
-each event the :class:`Checkpoint` commits when a transaction is full or old enough. The
+each event the changelog transaction (capture/transaction.py) commits when it is full or old enough. The
 position says which MySQL transaction capture is in and how many of its rows are already in
 the changelog, so a commit in the middle of a large MySQL transaction resumes exactly there.
 """
@@ -19,7 +19,7 @@ from typing import Any
 from cdc_ingest import metrics
 from cdc_ingest.capture.binlog import BinlogReader
 from cdc_ingest.capture.binlog_errors import ReplicaTakenOver
-from cdc_ingest.capture.checkpoint import Checkpoint
+from cdc_ingest.capture.context import CaptureContext, Done, RekeyRequested
 from cdc_ingest.capture.ddl import action_of, tables_of
 from cdc_ingest.capture.encode import KEEP_ALL, KEEP_NEW, KEEP_OLD, Encoders, KeyPlan
 from cdc_ingest.capture.events import Ddl, Heartbeat, Rows, TxBegin, TxCommit
@@ -28,14 +28,12 @@ from cdc_ingest.capture.keyschema import of_binlog
 from cdc_ingest.capture.progress import Progress
 from cdc_ingest.capture.resume import Transactions, same_server
 from cdc_ingest.capture.schema import TableSchema
-from cdc_ingest.capture.schemas import RekeyNeeded, SchemaGuard
+from cdc_ingest.capture.schemas import RekeyNeeded
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.socket_reader import ReadStopped
 from cdc_ingest.errors import SourceError, SourceUnavailable
-from cdc_ingest.kafka import TransactionalProducer
 from cdc_ingest.model import Position
 from cdc_ingest.model.changelog import EMPTIES_TABLE, ddl_value
-from cdc_ingest.mysql import Catalog
 from cdc_ingest.mysql.connection import retry_delay
 
 log = logging.getLogger(__name__)
@@ -44,45 +42,43 @@ log = logging.getLogger(__name__)
 # most it adds to a change's latency, and at most 20 such Kafka transactions a second.
 IDLE_COMMIT_GAP_S = 0.05
 
-# Re-keys a table in place and returns the chunk filter to go on with (capture/rekey.py)
-Rekey = Callable[[RekeyNeeded, ChunkFilter | None], ChunkFilter | None]
-
-
 class BinlogPhase:
-    def __init__(self, producer: TransactionalProducer, topic: str, partitions: int,
-                 captured: Callable[[str, str], bool], catalog: Catalog,
-                 checkpoint: Checkpoint, transactions: Transactions, progress: Progress,
-                 chunk_filter: ChunkFilter | None, guard: SchemaGuard,
-                 stopping: Callable[[], bool], rekey: Rekey | None = None) -> None:
-        self._producer = producer
-        self._topic = topic
-        self._partitions = partitions
-        self._captured = captured
-        self._catalog = catalog
-        self._checkpoint = checkpoint
-        self._tx = transactions
+    """``transactions``: what of the MySQL transactions ahead an earlier run captured;
+    ``chunk_filter``: what the snapshot's rows hold already (None: nothing)."""
+
+    def __init__(self, ctx: CaptureContext, transactions: Transactions, progress: Progress,
+                 chunk_filter: ChunkFilter | None) -> None:
+        self._ctx = ctx
+        self._tx = ctx.tx
+        self._topic = ctx.tx.changelog_topic
+        self._partitions = ctx.partitions
+        self._captured = ctx.options.captured
+        self._catalog = ctx.catalog
+        self._guard = ctx.schemas
+        self._stopping = ctx.stopping
+        self._source_tx = transactions
         self._progress = progress
-        self._filter = chunk_filter
-        self._stopping = stopping
-        self._guard = guard
-        self._rekey = rekey
+        self.chunk_filter = chunk_filter
+        self._failures = 0  # failed reconnects in a row (kept across a re-key)
         self._encoders = Encoders(self._on_layout, self._guard.pinned)
 
-    def run(self, open_reader: Callable[[Position], BinlogReader], retries: int) -> None:
-        """Until stopped; the last records and position are committed on the way out.
+    def run(self, open_reader: Callable[[Position], BinlogReader],
+            retries: int) -> Done | RekeyRequested:
+        """Until stopped (Done) or a table's key changes under ``evolve``
+        (RekeyRequested: everything before is committed, the binlog closed); the last
+        records and position are committed on the way out.
 
         When MySQL goes away (stopped, restarted, failed over to a server with the same GTID
         history) everything read so far is committed and the binlog is read again from
         there, with backoff; after ``retries`` (``connect.max-retries``) failed reconnects
         in a row :class:`SourceUnavailable` ends capture (``start`` restarts it)."""
-        failures = 0
+        outcome: Done | RekeyRequested = Done(self.chunk_filter)
         while True:
-            reader = open_reader(self._checkpoint.position)
-            change = None
+            reader = open_reader(self._tx.position)
             try:
-                if failures and self._filter is not None:
+                if self._failures and self.chunk_filter is not None:
                     # file positions matter until the snapshot's window has passed
-                    same_server(self._filter.state, self._catalog)
+                    same_server(self.chunk_filter.state, self._catalog)
                 self._consume(reader)
                 break
             except ReadStopped:
@@ -90,35 +86,32 @@ class BinlogPhase:
             except ReplicaTakenOver:
                 # Usually a second capture of this pipeline: Kafka fencing is the authority,
                 # and committing (even an unchanged position) raises FencedError if that is it.
-                self._checkpoint.commit(force=True)
+                self._tx.commit(force=True)
                 raise
             except SourceUnavailable as lost:
-                failures = 1 if reader.received else failures + 1
-                self._resume_after(lost, failures, retries)
-            except RekeyNeeded as needed:
-                change = needed
+                self._failures = 1 if reader.received else self._failures + 1
+                self._resume_after(lost, self._failures, retries)
+            except RekeyNeeded as needed:  # raised at the table's first row under its new key
+                outcome = RekeyRequested(needed)
+                break
             finally:
                 reader.close()
-            if change is not None and not self._rekeyed(change):
-                break
-        self._checkpoint.commit()
+        self._tx.commit()
+        return outcome
 
-    def _rekeyed(self, change: RekeyNeeded) -> bool:
-        """Re-key ``change``'s table in place (capture/rekey.py), with the binlog closed;
-        then read it again from the committed position. False when stopped before the end."""
-        if self._rekey is None:
-            raise change
-        self._filter = self._rekey(change, self._filter)
-        self._tx = self._tx.resumed_at(self._checkpoint.committed)
+    def rekeyed(self, chunk_filter: ChunkFilter | None) -> None:
+        """A table was re-keyed in place (capture/rekey.py): read the binlog again from the
+        committed position, with ``chunk_filter`` dropping what the re-key's rows hold."""
+        self.chunk_filter = chunk_filter
+        self._source_tx = self._source_tx.resumed_at(self._tx.committed)
         self._encoders = Encoders(self._on_layout, self._guard.pinned)
-        return self._filter is not None
 
     def _resume_after(self, lost: SourceUnavailable, failures: int, retries: int) -> None:
         """Commit what was read before ``lost`` (the position says exactly that, even inside
         a MySQL transaction), then wait before reading again from there."""
-        checkpoint = self._checkpoint
-        checkpoint.commit()
-        at = checkpoint.committed.describe() or "the binlog head"
+        tx = self._tx
+        tx.commit()
+        at = tx.committed.describe() or "the binlog head"
         if failures > retries:
             raise SourceUnavailable(
                 f"{str(lost).rstrip('.')}. Reconnecting failed {failures - 1} time(s) in a row "
@@ -130,13 +123,13 @@ class BinlogPhase:
         log.warning("%s; everything read before is committed; reading again from %s in "
                     "%.0fs (reconnect %d of %d)", str(lost).rstrip("."), at, delay, failures,
                     retries)
-        self._tx = self._tx.resumed_at(checkpoint.committed)
+        self._source_tx = self._source_tx.resumed_at(tx.committed)
         deadline = time.monotonic() + delay
         while time.monotonic() < deadline and not self._stopping():
             time.sleep(0.1)
 
     def _consume(self, reader: BinlogReader) -> None:
-        checkpoint = self._checkpoint
+        tx = self._tx
         connected = False
         for ev in reader.events():
             if not connected:
@@ -152,10 +145,10 @@ class BinlogPhase:
                 self._on_ddl(ev)
                 if ev.ends_tx:
                     self._on_commit(ev.file, ev.pos, ev.ts)
-            elif isinstance(ev, Heartbeat) and self._tx.current is None:
-                checkpoint.position = replace(checkpoint.position, file=ev.file, pos=ev.pos)
-            checkpoint.maybe_commit()
-            self._progress.maybe_log(checkpoint.committed)
+            elif isinstance(ev, Heartbeat) and self._source_tx.current is None:
+                tx.position = replace(tx.position, file=ev.file, pos=ev.pos)
+            tx.maybe_commit()
+            self._progress.maybe_log(tx.committed)
             if self._stopping():
                 break
 
@@ -167,48 +160,46 @@ class BinlogPhase:
         a transaction an earlier commit (max-rows) holds part of. At most one such commit
         every IDLE_COMMIT_GAP_S: a binlog of many small transactions that capture keeps up
         with would otherwise be a Kafka transaction each. Returns when to be asked again."""
-        checkpoint = self._checkpoint
-        if self._tx.current is not None:
+        tx = self._tx
+        if self._source_tx.current is not None:
             return None  # inside a MySQL transaction: its end comes, or max-interval
-        if not (checkpoint.is_open or checkpoint.committed.rows_done):
+        if not (tx.is_open or tx.committed.rows_done):
             return None
-        wait = IDLE_COMMIT_GAP_S - (time.monotonic() - checkpoint.last_commit)
+        wait = IDLE_COMMIT_GAP_S - (time.monotonic() - tx.last_commit)
         if wait > 0:
             return wait
-        checkpoint.commit()
+        tx.commit()
         return None
 
     def _on_begin(self, ev: TxBegin) -> None:
-        self._tx.begin(ev)
-        self._checkpoint.position = self._checkpoint.position.begun(ev.gtid, ev.file, ev.pos,
-                                                                    ev.ts * 1000)
+        self._source_tx.begin(ev)
+        self._tx.position = self._tx.position.begun(ev.gtid, ev.file, ev.pos, ev.ts * 1000)
 
     def _on_rows(self, ev: Rows) -> None:
-        if self._tx.skipped:
+        if self._source_tx.skipped:
             return
-        checkpoint = self._checkpoint
+        tx = self._tx
         encoder = self._encoders.get(ev.schema, ev.where)
-        at = checkpoint.position
+        at = tx.position
         prefix = at.tx_gtid or f"{at.file}:{at.pos}"
         rows = ev.rows
         # rows of this MySQL transaction before this event; rows an earlier run captured
-        before_event, i = self._tx.rows_event(len(rows))
+        before_event, i = self._source_tx.rows_event(len(rows))
         keep = self._keep(ev, encoder.plan)
         ts_ms = ev.ts * 1000
-        send, produce = self._producer.send, self._producer.raw_produce
         while i < len(rows):
-            checkpoint.open()
-            take = min(len(rows) - i, checkpoint.max_rows - checkpoint.rows)
+            send, produce = tx.row_sender()
+            take = min(len(rows) - i, tx.room)
             produced = encoder.produce_rows(send, self._topic, ev.kind, rows[i:i + take],
                                             before_event + i + 1, prefix, ts_ms, keep,
                                             produce)
             i += take
-            checkpoint.rows += produced
+            tx.rows_sent(produced)
             self._progress.rows += produced
-            if checkpoint.full:
-                checkpoint.position = replace(checkpoint.position, rows_done=before_event + i)
-                checkpoint.commit()
-        checkpoint.position = checkpoint.position.after_rows(self._tx.rows, ts_ms)
+            if tx.full:
+                tx.position = replace(tx.position, rows_done=before_event + i)
+                tx.commit()
+        tx.position = tx.position.after_rows(self._source_tx.rows, ts_ms)
         self._progress.event_ts = ev.ts
 
     def _on_layout(self, schema: TableSchema, where: str) -> str:
@@ -220,14 +211,14 @@ class BinlogPhase:
                                   self._catalog.columns(schema.db, schema.table),
                                   self._guard.tinyint1_as_boolean)
         return self._guard.layout(schema.db, schema.table, key, layout, where,
-                                  self._checkpoint.position.ts_ms, typed)
+                                  self._tx.position.ts_ms, typed)
 
     def _keep(self, ev: Rows, plan: KeyPlan) -> Callable[[Any, Any], int] | None:
         """Outside a snapshot's reach, every row; else the changes its key's snapshot row
         does not hold yet (after that key's chunk's high watermark). A key-changing update
         is two halves, each judged by its own key's chunk: the old key's delete may belong
         to a chunk already read while the new key's insert belongs to one read later."""
-        chunks = self._filter
+        chunks = self.chunk_filter
         if chunks is None:
             return None
         db, table, at = ev.schema.db, ev.schema.table, (ev.file, ev.pos)
@@ -249,23 +240,23 @@ class BinlogPhase:
         return keep
 
     def _on_commit(self, file: str, pos: int, ts: int) -> None:
-        gtid = self._tx.commit()
-        checkpoint = self._checkpoint
-        snapshot = checkpoint.position.snapshot
-        if self._filter is not None and (file, pos) > self._filter.last:
-            self._filter = None  # past every chunk's high watermark: nothing left to drop
+        gtid = self._source_tx.commit()
+        tx = self._tx
+        snapshot = tx.position.snapshot
+        if self.chunk_filter is not None and (file, pos) > self.chunk_filter.last:
+            self.chunk_filter = None  # past every chunk's high watermark: nothing left to drop
             snapshot = None
             log.info("past the snapshot's binlog window (%s:%s): the snapshot is complete",
                      file, pos)
-        checkpoint.position = Position(
-            gtid_set=self._tx.seen_gtid if gtid is not None else checkpoint.position.gtid_set,
+        tx.position = Position(
+            gtid_set=self._source_tx.seen_gtid if gtid is not None else tx.position.gtid_set,
             file=file, pos=pos, ts_ms=ts * 1000, snapshot=snapshot,
-            tables=checkpoint.position.tables, signals=checkpoint.position.signals,
+            tables=tx.position.tables, signals=tx.position.signals,
         )
         self._progress.event_ts = ts
 
     def _on_ddl(self, ev: Ddl) -> None:
-        if self._tx.skipped:
+        if self._source_tx.skipped:
             return
         for db, table in tables_of(ev.sql, ev.db):
             self._catalog.forget(db, table)
@@ -273,8 +264,8 @@ class BinlogPhase:
                 continue
             log.info("DDL on %s.%s at %s:%s: %s", db, table, ev.file, ev.pos, ev.sql[:200])
             action = action_of(ev.sql)
-            if (action in EMPTIES_TABLE and self._filter is not None
-                    and self._filter.reaches(db, table, (ev.file, ev.pos))):
+            if (action in EMPTIES_TABLE and self.chunk_filter is not None
+                    and self.chunk_filter.reaches(db, table, (ev.file, ev.pos))):
                 raise SourceError(
                     f"{action.upper()} of {db}.{table} at binlog {ev.file}:{ev.pos} ran while "
                     "the snapshot of that table was being read, so some of its snapshot rows "
@@ -286,8 +277,5 @@ class BinlogPhase:
             key = self._guard.key_columns(db, table) if action in EMPTIES_TABLE else None
             self._guard.ddl(db, table, ev.sql, action, where, ev.ts * 1000)
             value = ddl_value(db, table, ev.sql, ev.ts * 1000, where, action, key)
-            self._checkpoint.open()
             # Every partition gets it, in order with the rows around it.
-            for partition in range(self._partitions):
-                self._producer.send(self._topic, value, None, ev.ts * 1000,
-                                    partition=partition)
+            self._tx.marker(value, range(self._partitions), ev.ts * 1000)

@@ -128,3 +128,27 @@ def test_modules_stay_small() -> None:
     sizes = {m: len(p.read_text().splitlines()) for m, p in
              ((_module(p), p) for p in PACKAGE.rglob("*.py"))}
     assert {m: n for m, n in sizes.items() if n > 300} == {}
+
+
+_PRODUCER_CALLS = {"init", "begin", "commit", "abort", "send", "raw_produce", "produce"}
+
+
+def _producer_uses(path: Path) -> list[str]:
+    """Calls of a producer's methods in ``path``: ``<something>producer.<method>``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Attribute) and node.attr in _PRODUCER_CALLS:
+            owner = node.value
+            name = (owner.attr if isinstance(owner, ast.Attribute)
+                    else owner.id if isinstance(owner, ast.Name) else "")
+            if "producer" in name.lower():
+                found.append(f"{_module(path)}:{node.lineno} {name}.{node.attr}")
+    return found
+
+
+def test_capture_has_one_writer_of_its_kafka_transactions() -> None:
+    # rows, markers, schema records and the position all go through ChangelogTransaction
+    uses = [use for path in sorted((PACKAGE / "capture").rglob("*.py"))
+            if path.name != "transaction.py" for use in _producer_uses(path)]
+    assert uses == []
+    assert _producer_uses(PACKAGE / "capture" / "transaction.py"), "the scan found nothing"

@@ -9,12 +9,12 @@ from typing import Any
 import orjson
 import pytest
 
-from cdc_ingest.capture.checkpoint import Checkpoint
 from cdc_ingest.capture.events import TxBegin
 from cdc_ingest.capture.options import StartupSpec
 from cdc_ingest.capture.positions import SOURCE_KEY, PositionStore
 from cdc_ingest.capture.resume import Transactions, first_position, same_server
 from cdc_ingest.capture.snapshot.state import SnapshotState
+from cdc_ingest.capture.transaction import ChangelogTransaction, Limits
 from cdc_ingest.errors import ConfigError, SourceError
 from cdc_ingest.model import Position
 
@@ -96,19 +96,23 @@ class _Producer:
     def commit(self) -> None:
         self.calls.append(("commit",))
 
+    raw_produce = None
 
-def _checkpoint(heartbeat_s: float = 60.0) -> tuple[Checkpoint, _Producer]:
+
+def _checkpoint(heartbeat_s: float = 60.0) -> tuple[ChangelogTransaction, _Producer]:
     producer = _Producer()
     store = PositionStore({}, "offsets")
-    return Checkpoint(producer, store, Position(file="b.1", pos=4), 10, 60.0,  # type: ignore[arg-type]
-                      heartbeat_s), producer
+    tx = ChangelogTransaction(producer, store, "changelog", "schema",  # type: ignore[arg-type]
+                              Limits(10, 60.0, heartbeat_s))
+    tx.start_run(Position(file="b.1", pos=4))
+    return tx, producer
 
 
 def test_a_commit_puts_the_position_into_the_same_transaction_as_the_records() -> None:
     checkpoint, producer = _checkpoint()
-    checkpoint.open()
-    producer.send("changelog", b'{"r":1}', b'{"id":1}')
-    checkpoint.rows += 1
+    send, _ = checkpoint.row_sender()
+    send("changelog", b'{"r":1}', b'{"id":1}')
+    checkpoint.rows_sent(1)
     checkpoint.position = Position(file="b.1", pos=99)
     checkpoint.commit()
     assert producer.calls == [

@@ -112,8 +112,11 @@ def _guard(known: dict[Any, Any] | None = None,
     # the typed layout of these tests' rows is known already: only table records are sent
     read = SchemaTopic(tables=known if known is not None else {},
                        layouts={layout_id("shop", "t", []): layout_value("shop", "t", "", [])})
-    guard = SchemaGuard(producer, "schema", read, behavior,
-                        lambda: calls.append("open"), lambda: calls.append("commit"))
+    writer = SimpleNamespace(
+        schema_record=lambda key, value, ts_ms=0: (calls.append("open"),
+                                                   producer.send("schema", value, key, ts_ms)),
+        commit=lambda force=False: calls.append("commit"))
+    guard = SchemaGuard(writer, read, behavior)  # type: ignore[arg-type]
     return guard, producer, calls
 
 

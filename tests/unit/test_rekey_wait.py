@@ -31,8 +31,9 @@ class _Group:
 
 def _rekeying(group: _Group, stop_after: int = 10) -> rekey.Rekeying:
     options = SimpleNamespace(kafka={}, changelog_topic="changelog", sink_group=group.group_id)
-    r = rekey.Rekeying(options, None, None, None, None, 2,  # type: ignore[arg-type]
-                       stopping=lambda: group.reads >= stop_after)
+    ctx = SimpleNamespace(options=options, tx=None, schemas=None, catalog=None, partitions=2,
+                          stopping=lambda: group.reads >= stop_after)
+    r = rekey.Rekeying(ctx)  # type: ignore[arg-type]
     r._group = group  # type: ignore[assignment]
     return r
 

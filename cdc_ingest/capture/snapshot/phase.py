@@ -12,44 +12,37 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 
 from cdc_ingest import metrics
-from cdc_ingest.capture.checkpoint import Checkpoint
-from cdc_ingest.capture.options import CaptureOptions
-from cdc_ingest.capture.schemas import SchemaGuard
+from cdc_ingest.capture.context import CaptureContext, Done, Stopped
+from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.snapshot.progress import SnapshotProgress
 from cdc_ingest.capture.snapshot.reader import Snapshotter
 from cdc_ingest.capture.snapshot.state import Chunk, ChunkRows, SnapshotState
-from cdc_ingest.kafka import TransactionalProducer
 from cdc_ingest.model.changelog import REKEY_CUT, RESNAPSHOT, ddl_value, snapshot_parts
 
 log = logging.getLogger(__name__)
 
 
-def snapshotter(options: CaptureOptions, index: int) -> Snapshotter:
-    """Reader ``index`` (0: the planner's), with its own connections and replica server-id."""
-    return Snapshotter(options.connection, options.snapshot_server_id + index,
-                       options.key_columns, options.tinyint1_as_boolean, options.chunk_size,
-                       options.fetch_size)
-
-
 class SnapshotPhase:
-    def __init__(self, options: CaptureOptions, producer: TransactionalProducer,
-                 checkpoint: Checkpoint, planner: Snapshotter, guard: SchemaGuard,
-                 stopping: Callable[[], bool], partitions: int = 1) -> None:
-        self._o = options
-        self._partitions = partitions
-        self._guard = guard
-        self._producer = producer
-        self._checkpoint = checkpoint
-        self._planner = planner
-        self._stopping = stopping
+    """``resnapshot_partitions``: the changelog partitions a re-snapshot record goes to
+    (the table's rows may be in any of them)."""
 
-    def run(self, state: SnapshotState) -> None:
+    def __init__(self, ctx: CaptureContext, planner: Snapshotter,
+                 resnapshot_partitions: int = 1) -> None:
+        self._ctx = ctx
+        self._o = ctx.options
+        self._partitions = resnapshot_partitions
+        self._guard = ctx.schemas
+        self._tx = ctx.tx
+        self._planner = planner
+        self._stopping = ctx.stopping
+
+    def run(self, state: SnapshotState) -> Done | Stopped:
         """Read and commit chunks until the snapshot is done or a stop is requested; one
         chunk more than readers is in flight, so the next read overlaps this commit."""
         parallelism = self._o.snapshot_parallelism
         readers: queue.Queue[Snapshotter] = queue.Queue()
         for i in range(parallelism):
-            readers.put(snapshotter(self._o, i))  # the planner's connection stays its own
+            readers.put(self._ctx.snapshotter(i))  # the planner's connection stays its own
 
         def read(chunk: Chunk, columns: list[str] | None) -> ChunkRows:
             reader = readers.get()
@@ -81,10 +74,11 @@ class SnapshotPhase:
         progress.close()
         while not readers.empty():
             readers.get().close()
-        if state.done:
-            log.info("snapshot done: %d chunks of %d table(s); streaming from %s",
-                     len(state.chunks), len(state.tables),
-                     self._checkpoint.position.describe())
+        if not state.done:
+            return Stopped()
+        log.info("snapshot done: %d chunks of %d table(s); streaming from %s",
+                 len(state.chunks), len(state.tables), self._tx.position.describe())
+        return Done(ChunkFilter(state, self._planner.info))
 
     def _commit_chunk(self, state: SnapshotState, chunk: Chunk, read: ChunkRows,
                       progress: SnapshotProgress,
@@ -92,35 +86,34 @@ class SnapshotPhase:
         db, table = chunk.db, chunk.table
         log.info("snapshot chunk of %s.%s read: %d rows, %d binlog changes applied, "
                  "high watermark %s:%d", db, table, read.selected, read.reconciled, *read.high)
-        checkpoint = self._checkpoint
+        tx = self._tx
         ts_ms = int(time.time() * 1000)
-        info, at = self._planner.info(db, table), checkpoint.position
+        info, at = self._planner.info(db, table), tx.position
         layout = self._guard.layout(db, table, info.key_schema, info.layout,
                                     f"{at.file}:{at.pos}", ts_ms, info.typed)
-        checkpoint.open()
-        send, topic = self._producer.send, self._o.changelog_topic
+        send, produce = tx.row_sender()  # the chunk's transaction is open from here
+        topic = tx.changelog_topic
         partition = -1  # the key's partition
         rekey = state.rekey
         if rekey is not None:  # re-keying in place (capture/rekey.py): one partition
             partition = int(rekey["partition"])
             if not rekey["cut"]:
-                send(topic, ddl_value(db, table, f"re-key {db}.{table}: rows under the new "
-                                      "key", ts_ms, rekey["where"], REKEY_CUT),
-                     None, ts_ms, partition=partition)
+                tx.marker(ddl_value(db, table, f"re-key {db}.{table}: rows under the new "
+                                    "key", ts_ms, rekey["where"], REKEY_CUT),
+                          [partition], ts_ms)
                 rekey["cut"] = True
         if [db, table] in state.resets:  # snapshotted again on request (capture/signals.py)
             key_columns = self._guard.key_columns(db, table) or list(info.key_schema.columns)
             reset = ddl_value(db, table, f"snapshot of {db}.{table} requested: its rows are "
                               "written again", ts_ms, f"{at.file}:{at.pos}", RESNAPSHOT,
                               key_columns)
-            for each in range(self._partitions):  # in order with each partition's rows
-                send(topic, reset, None, ts_ms, partition=each)
+            tx.marker(reset, range(self._partitions), ts_ms)  # before the rows, in each
             state.resets.remove([db, table])
         pinned = self._guard.pinned(db, table)  # schema.change.behavior: ignore
         if (pinned or list(info.names)) != (read.columns or list(info.names)):
             read = reread(chunk, pinned)  # pinned since it was read: read again (a reader)
         head, mid, tail = snapshot_parts(db, table, ts_ms, layout)
-        join, produce = b"".join, self._producer.raw_produce
+        join = b"".join
         for key, row in read.rows:
             value = join((head, key, mid, row, tail))
             try:
@@ -128,9 +121,9 @@ class SnapshotPhase:
             except Exception:  # noqa: BLE001 - send waits for room or reports the error
                 send(topic, value, key, ts_ms, partition=partition)
         state.chunk_done(chunk, read.high)
-        checkpoint.rows += len(read.rows)
-        checkpoint.position = replace(checkpoint.position, snapshot=state.as_json())
-        checkpoint.commit()
+        tx.rows_sent(len(read.rows))
+        tx.position = replace(tx.position, snapshot=state.as_json())
+        tx.commit()  # a chunk is one transaction: its rows with the progress that has it
         metrics.SNAPSHOT_ROWS.labels(f"{db}.{table}").inc(len(read.rows))
         progress.add(f"{db}.{table}", read.selected,
                      self._planner.estimated_rows(db, table))

@@ -1,0 +1,68 @@
+"""What every phase of one capture run works with, and how a phase says it ended.
+
+A run (capture/runner.py) builds one :class:`CaptureContext` and hands it to each phase
+(snapshot, binlog, re-key) instead of their collaborators one by one. A phase returns an
+outcome instead of a flag: :class:`Done` (go on, with the chunk filter the binlog phase
+needs), :class:`Stopped` (asked to stop, or a request arrived, before the end),
+:class:`RekeyRequested` (the binlog phase met a table whose key changed, under
+``schema.change.behavior: evolve``); the runner turns a stop that a request caused into
+:class:`SnapshotRequested`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cdc_ingest.capture.options import CaptureOptions
+from cdc_ingest.capture.schemas import RekeyNeeded, SchemaGuard
+from cdc_ingest.capture.snapshot.filter import ChunkFilter
+from cdc_ingest.capture.snapshot.reader import Snapshotter
+from cdc_ingest.capture.transaction import ChangelogTransaction
+from cdc_ingest.mysql import Catalog
+
+
+@dataclass(frozen=True)
+class CaptureContext:
+    options: CaptureOptions
+    catalog: Catalog  # the source's metadata (one connection)
+    tx: ChangelogTransaction  # the only writer of capture's Kafka transactions
+    schemas: SchemaGuard  # what the schema topic says of each table, and what it may say
+    partitions: int  # the changelog topic's
+    stopping: Callable[[], bool]  # a stop was asked for, or a request arrived
+
+    def snapshotter(self, index: int) -> Snapshotter:
+        """Reader ``index`` (0: the planner's), with its own connections and replica
+        server-id."""
+        o = self.options
+        return Snapshotter(o.connection, o.snapshot_server_id + index, o.key_columns,
+                           o.tinyint1_as_boolean, o.chunk_size, o.fetch_size)
+
+
+@dataclass(frozen=True)
+class Done:
+    """The phase finished. ``chunk_filter``: what the binlog phase drops because snapshot
+    rows hold it already (None: nothing)."""
+
+    chunk_filter: ChunkFilter | None = None
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """Asked to stop (or a request arrived) before the phase's end; what it committed is
+    where the next run goes on."""
+
+
+@dataclass(frozen=True)
+class RekeyRequested:
+    """A captured table's key changed under ``evolve``; everything before it is committed."""
+
+    change: RekeyNeeded
+
+
+@dataclass(frozen=True)
+class SnapshotRequested:
+    """A run ended to take a request from the signal topic (capture/signals.py)."""
+
+
+PhaseOutcome = Done | Stopped | RekeyRequested
