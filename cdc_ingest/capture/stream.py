@@ -3,9 +3,10 @@
 One event at a time, in binlog order: a transaction begins (:class:`TxBegin`), its rows are
 decoded by the reader and encoded and sent by the table's encoder (:class:`Rows`), DDL goes to
 every changelog partition (:class:`Ddl`), and the transaction ends (:class:`TxCommit`); after
-each event the changelog transaction (capture/transaction.py) commits when it is full or old enough. The
-position says which MySQL transaction capture is in and how many of its rows are already in
-the changelog, so a commit in the middle of a large MySQL transaction resumes exactly there.
+each event the changelog transaction (capture/transaction.py) commits when it is full or old
+enough. The position says which MySQL transaction capture is in and how many of its rows are
+already in the changelog, so a commit in the middle of a large MySQL transaction resumes
+exactly there.
 """
 
 from __future__ import annotations
