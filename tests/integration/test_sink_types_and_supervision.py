@@ -2,8 +2,11 @@
 
 The all-types sink messages are compared, as raw bytes, with a reviewed fixture, and that
 fixture is checked against the changelog fixture of test_capture_types so the two cannot
-drift apart: a sink value is byte for byte the changelog record's ``after``. Both flavours
-(each has its fixture pair); supervision does not depend on the server and runs on MariaDB.
+drift apart: a sink value is byte for byte the changelog record's ``after``. The topic read
+as a table (each key's last message) and the fixture are also checked against an oracle
+that is not cdc-ingest's output (``server_oracle``: the server's own text of each value,
+and hand-written values). Both flavours (each has its fixture pair); supervision does not
+depend on the server and runs on MariaDB.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import orjson
 import pytest
 
 from tests.conftest import admin_conn
+from tests.integration import server_oracle
 from tests.integration.flavors import MARIADB, MYSQL, Facts, Source
 from tests.integration.pipeline_helpers import (
     child_pids,
@@ -89,6 +93,16 @@ def _assert_fixtures_correspond(facts: Facts) -> None:
     assert sink[-1]["value"] is None
 
 
+def _as_table(messages: list[dict[str, Any]]) -> dict[int, dict[str, Any] | None]:
+    """Sink messages (key and value as text) -> each key's row after its last message
+    (None after a tombstone), numbers as their exact text."""
+    rows: dict[int, dict[str, Any] | None] = {}
+    for m in messages:
+        value = m["value"]
+        rows[json.loads(m["key"])["id"]] = None if value is None else server_oracle.parse(value)
+    return rows
+
+
 def test_all_types_yield_fixed_key_value_json_in_the_sink_topic(
     source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
 ) -> None:
@@ -120,9 +134,17 @@ def test_all_types_yield_fixed_key_value_json_in_the_sink_topic(
         for m in messages
     ]
     assert all(len(m.headers) == 3 for m in messages)  # no header twice
+    # the independent oracle before any fixture rewrite: the topic as a table is the server's
+    server = server_oracle.read_server(source.admin, db)
+    latest = _as_table(got)
+    wrong = (server_oracle.differences(server, latest)
+             + server_oracle.hand_written_differences(latest, facts is MYSQL))
+    assert not wrong, "the sink's values are not the server's:\n" + "\n".join(wrong)
     if os.environ.get("CDC_INGEST_WRITE_FIXTURES") == "1":  # after a reviewed change only
         facts.all_types_sink_fixture.write_bytes(b"".join(orjson.dumps(g) + b"\n" for g in got))
     expected = _sink_fixture(facts)
+    fixture_wrong = server_oracle.differences(server, _as_table(expected))
+    assert not fixture_wrong, "the sink fixture is not the server's:\n" + "\n".join(fixture_wrong)
     assert len(got) == len(expected), [g["key"] for g in got]
     for g, e in zip(got, expected, strict=True):
         assert g == e, f"message for key {e['key']} differs"
