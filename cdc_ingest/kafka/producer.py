@@ -123,9 +123,9 @@ class TransactionalProducer(_Sender):
                 "acks": "all",
                 "partitioner": config.get("partitioner", "murmur2_random"),
                 # Connect to the brokers at once, not on first use: with lazy connections
-                # init_transactions took 55 ms, or 505 ms (librdkafka's retry timer) in two
-                # calls of five when it ran before the coordinator's connection was up;
-                # eagerly it takes 3-5 ms. The sink makes a producer per task and batch.
+                # init_transactions waited for librdkafka's retry timer when it ran before
+                # the coordinator's connection was up (measured: docs/decisions/0003). The
+                # sink makes a producer per task and batch.
                 "enable.sparse.connections": config.get("enable.sparse.connections", False),
                 # Records of a transaction are invisible until its commit, and the commit
                 # sends what lingers at once: a long linger costs no latency and makes fewer,

@@ -13,7 +13,8 @@ def server_options(run: PurePosixPath, port: int) -> dict[str, OptionValue]:
     """The my.cnf [mysqld] options, paths as mysqld sees them (inside the root).
 
     Keys use underscores so overrides can replace them. Sized for a small shared machine:
-    a 128 MiB buffer pool, a small redo log, a smaller performance_schema: about 300 MiB RSS.
+    a 128 MiB buffer pool, a small redo log, a smaller performance_schema (the memory that
+    makes, measured: docs/decisions/0011).
     """
     return {
         "datadir": str(run / "data"),
@@ -42,8 +43,8 @@ def server_options(run: PurePosixPath, port: int) -> dict[str, OptionValue]:
         "innodb_buffer_pool_size": "128M",
         "innodb_redo_log_capacity": "64M",
         "innodb_log_buffer_size": "8M",
-        # performance_schema stays on (performance_schema.log_status) at about 65 MiB instead
-        # of 140 MiB: it sizes its per-account/host/user/thread and per-error tables smaller.
+        # performance_schema stays on (performance_schema.log_status), with its
+        # per-account/host/user/thread and per-error tables sized smaller (docs/decisions/0011)
         "performance_schema": "ON",
         "performance_schema_accounts_size": 20,
         "performance_schema_hosts_size": 20,

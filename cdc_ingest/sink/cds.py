@@ -1,10 +1,10 @@
 """A class-data sharing archive for the sink's Spark JVM: start-up without loading Spark's
 classes from its jars one by one.
 
-Half of the sink's start is the JVM's: parsing, verifying and linking some 15,000 classes of
-Spark, Hadoop, Kafka's client and Arrow. A dynamic CDS archive (JDK 13+) holds them already
-parsed and verified; a JVM started with ``-XX:SharedArchiveFile`` maps it instead. Measured
-here (2 shared cores): SparkSession start 5.0 s -> 2.8 s, the first job 2.1 s -> 1.1 s.
+Much of the sink's start is the JVM's: parsing, verifying and linking the classes of Spark,
+Hadoop, Kafka's client and Arrow. A dynamic CDS archive (JDK 13+) holds them already parsed
+and verified; a JVM started with ``-XX:SharedArchiveFile`` maps it instead. What it saves,
+measured: docs/decisions/0002.
 
 The archive is made by a training run (``python -m cdc_ingest.sink.spark fetch`` does it,
 which ``scripts/setup.sh`` runs): a SparkSession whose JVM dumps the classes it loaded at

@@ -143,8 +143,8 @@ def source_options(defn: PipelineDef, start: str | None) -> dict[str, str]:
     })  # fmt: skip
     # A task reads a closed offset range; read_committed, its last offset is often a
     # transaction marker, which no fetch returns, so the consumer's last fetch waited the
-    # default 500 ms for data that is not there: 0.5 s in most batches' latency (p90 of
-    # addBatch 711 -> 333 ms at 2,000 rows/s). properties.fetch.max.wait.ms still wins.
+    # default 500 ms for data that is not there, in most batches (the latency that cost,
+    # measured: docs/decisions/0003). properties.fetch.max.wait.ms still wins.
     options.setdefault("kafka.fetch.max.wait.ms", str(FETCH_MAX_WAIT_MS))
     if defn.pipeline.max_offsets_per_trigger:
         options["maxOffsetsPerTrigger"] = str(defn.pipeline.max_offsets_per_trigger)

@@ -5,11 +5,10 @@ copies that Spark puts first on the workers' ``PYTHONPATH``.
 A pip-installed pyspark carries its Python code twice: as the package, and zipped in
 ``pyspark/python/lib/pyspark.zip`` (with ``py4j-<version>-src.zip``), which Spark puts on the
 path of every Python worker it starts. Imported from the zip, the worker's pyspark is compiled
-from source at every worker start (a zip holds no bytecode cache: 0.7 s of CPU against 0.25 s
-from the package), and its ~60 packages each get a ``zipimporter``. Every task then starts
-with ``importlib.invalidate_caches()`` (pyspark's ``setup_spark_files``), and on Python 3.11
-each ``zipimporter`` reads the zip's directory again there: 83 ms per task, measured with
-py-spy as 62% of a worker's time at 2,000 rows/s (docs/decisions/0010).
+from source at every worker start (a zip holds no bytecode cache), and its ~60 packages each
+get a ``zipimporter``. Every task then starts with ``importlib.invalidate_caches()``
+(pyspark's ``setup_spark_files``), and on Python 3.11 each ``zipimporter`` reads the zip's
+directory again there, at every task (what that cost, measured: docs/decisions/0010).
 
 Spark 4 also puts its ``spark-core`` jar on that path, which holds no Python but gets
 ``zipimporter``s of its own when an import looks through it (5,261 entries read again per task).

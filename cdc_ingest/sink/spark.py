@@ -27,11 +27,10 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MASTER = "local[*]"
 CONNECTOR = "spark-sql-kafka-0-10_2.13"
-# The driver's JVM compiles with C1 only: C2's compiler threads took half of the sink's JVM CPU
-# in its first seconds on 2 cores, competing with capture and the first batch, and the sink's
-# JVM work per record (Kafka fetch, Arrow conversion) is small next to the Python writer's:
-# start-up 4.0 -> 3.0 s and JVM CPU about halved, throughput at 300k changes unchanged
-# (benchmarks/README.md). $CDC_INGEST_SPARK_JAVA_OPTIONS replaces it ("" for the JVM default).
+# The driver's JVM compiles with C1 only: C2's compiler threads compete with capture and the
+# first batch for the cores at start, and the sink's JVM work per record (Kafka fetch, Arrow
+# conversion) is small next to the Python writer's (what it saves, measured:
+# docs/decisions/0002). $CDC_INGEST_SPARK_JAVA_OPTIONS replaces it ("" for the JVM default).
 DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 
@@ -107,10 +106,9 @@ def _settings(master: str) -> dict[str, str]:
         "spark.ui.showConsoleProgress": "false",  # progress bars would garble the log
         "spark.sql.adaptive.enabled": "false",  # streaming turns it off anyway, with a warning
         # With trigger.interval 0 an idle query asks Kafka for the changelog's ends after
-        # every 10 ms (Spark's default): 12.6% of a CPU in the idle sink's JVM, and the
-        # broker 10.1% against 1.7% without it. 50 ms: 6.7% and 3.5%, at most 50 ms more
-        # before an idle query sees a new change; at 2,000 rows/s batches run back to back
-        # and nothing changed (docs/decisions/0010).
+        # every pollingDelay (Spark's default 10 ms), which kept the idle sink's JVM and the
+        # broker busy; 50 ms costs an idle query at most 50 ms more before it sees a new
+        # change, and busy batches run back to back anyway (measured: docs/decisions/0010).
         "spark.sql.streaming.pollingDelay": "50ms",
     }
     # the JIT choice, and Spark's classes from the CDS archive if set-up built it
@@ -123,7 +121,7 @@ def _settings(master: str) -> dict[str, str]:
             "spark.driver.host": "127.0.0.1",
             "spark.driver.bindAddress": "127.0.0.1",
             # the workers import pyspark from its package, not from the zip copy Spark puts
-            # first on their path: ~80 ms less CPU per task, 0.45 s per worker start
+            # first on their path: less CPU per task and per worker start (docs/decisions/0010)
             "spark.python.daemon.module": "cdc_ingest.sink.pydaemon",
         })  # fmt: skip
     else:
@@ -185,11 +183,11 @@ def local_checkpoint_manager(spark: SparkSession, checkpoint: str) -> str | None
 
     Without Hadoop's native library, FileContext's rename of the local file system asks for
     each file's link status by running ``readlink`` in a child process, so every offset and
-    commit log entry of every micro-batch spawned processes from the 2 GB JVM. At 2,000
-    rows/s: sink JVM 61% -> 49% of a CPU, p99 640 -> 382 ms (docs/decisions/0010). On a local
-    disk both managers write a temporary file, check that the log entry does not exist yet and
-    rename the file into place (Spark asks neither to overwrite an entry). A manager the user
-    set, and checkpoints elsewhere (HDFS, S3), stay as they are.
+    commit log entry of every micro-batch spawned processes from the 2 GB JVM (what that cost
+    and what this saves, measured: docs/decisions/0010). On a local disk both managers write a
+    temporary file, check that the log entry does not exist yet and rename the file into place
+    (Spark asks neither to overwrite an entry). A manager the user set, and checkpoints
+    elsewhere (HDFS, S3), stay as they are.
     """
     if urlparse(checkpoint).scheme not in ("", "file") or spark.conf.get(
             CHECKPOINT_MANAGER_CONF, None):
