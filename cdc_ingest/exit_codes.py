@@ -42,8 +42,9 @@ class ExitCode:
 _START9 = "(`start`: 9)"
 _READERS = "`status`, `verify`, `watch`, `snapshot`"
 TABLE: tuple[ExitCode, ...] = (
-    ExitCode(OK, "OK", "done, or stopped cleanly (SIGTERM, Ctrl-C; also a stop that arrives "
-             "while the command is still starting)", "all"),
+    ExitCode(OK, "OK", "done, or stopped cleanly: `capture`, `sink`, `start` and `demo` by "
+             "SIGTERM or Ctrl-C (also a stop that arrives while they are still starting), "
+             "`watch` by Ctrl-C", "all"),
     ExitCode(UNEXPECTED, "UNEXPECTED", "an error cdc-ingest did not expect (a bug: it prints "
              "the traceback), or `demo` could not finish (its message says where to look)",
              "all"),
