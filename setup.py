@@ -63,7 +63,8 @@ def extensions() -> list:  # type: ignore[type-arg]
         print("WARNING: Cython is not installed; capture will use the pure-Python decoder")
         return []
     return cythonize(
-        ["cdc_ingest/capture/_rowdecode.pyx", "cdc_ingest/capture/snapshot/_textrows.pyx"],
+        ["cdc_ingest/capture/_rowdecode.pyx", "cdc_ingest/capture/_rowencode.pyx",
+         "cdc_ingest/capture/snapshot/_textrows.pyx"],
         compiler_directives={"language_level": "3"},
         quiet=True,
     )

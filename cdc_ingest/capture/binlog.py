@@ -33,6 +33,7 @@ from pymysqlreplication.row_event import (
 from cdc_ingest.capture.binlog_errors import BinlogDisconnected, stream_error
 from cdc_ingest.capture.binlog_library import teach_the_library
 from cdc_ingest.capture.binlog_payload import TRANSACTION_PAYLOAD_EVENT, PayloadUnpacker
+from cdc_ingest.capture.binlog_schema import UnsupportedColumn
 from cdc_ingest.capture.decoder import (
     DELETE,
     INSERT,
@@ -42,7 +43,6 @@ from cdc_ingest.capture.decoder import (
 from cdc_ingest.capture.events import BinlogEvent, Ddl, Heartbeat, Rows, TxBegin, TxCommit
 from cdc_ingest.capture.mysql_json import json_text
 from cdc_ingest.capture.partial_rows import PartialJsonError, PartialRows
-from cdc_ingest.capture.schema import UnsupportedColumn
 from cdc_ingest.capture.socket_reader import Idle, SocketReader
 from cdc_ingest.capture.tablemap import CatalogLookup, SchemaCache
 from cdc_ingest.capture.unsupported import partial_json_failed, unsupported_event
@@ -146,7 +146,7 @@ class BinlogReader:
         """The library's connections. It reconnects a broken binlog stream on its own, from
         the transaction after the last one it sent whole: the rows of the transaction
         capture is inside would come again. So a second stream connection is refused, and
-        capture reconnects from its committed position (cdc_ingest.capture.stream)."""
+        capture reconnects from its committed position (cdc_ingest.capture.binlog_phase)."""
         if settings.get("db") is None:  # the stream (the library's control one names a db)
             self._streams += 1
             if self._streams > 1:

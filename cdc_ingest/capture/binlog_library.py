@@ -24,7 +24,7 @@ from pymysqlreplication.column import Column as _LibraryColumn
 from pymysqlreplication.row_event import TableMapEvent
 
 from cdc_ingest.capture.binlog_errors import drop_unknown_metadata
-from cdc_ingest.capture.schema import FieldType
+from cdc_ingest.capture.binlog_schema import FieldType
 from cdc_ingest.mysql.gtid_wire import encode_gtid_set
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cdc_ingest.capture.options import CaptureOptions
-from cdc_ingest.capture.schemas import RekeyNeeded, SchemaGuard
+from cdc_ingest.capture.schema_guard import RekeyNeeded, SchemaGuard
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.snapshot.reader import Snapshotter
 from cdc_ingest.capture.transaction import ChangelogTransaction

@@ -13,11 +13,8 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from cdc_ingest.capture import values as V
-from cdc_ingest.capture.geometry import geometry_json
-from cdc_ingest.capture.mariadb_types import PLUGIN_TYPES
-from cdc_ingest.capture.plan import compile_plan, compiled_available
-from cdc_ingest.capture.schema import (
+from cdc_ingest.capture import values as binlog_values
+from cdc_ingest.capture.binlog_schema import (
     LENGTH_PREFIXED,
     ColumnSpec,
     FieldType,
@@ -25,6 +22,9 @@ from cdc_ingest.capture.schema import (
     TableSchema,
     UnsupportedColumn,
 )
+from cdc_ingest.capture.geometry import geometry_json
+from cdc_ingest.capture.mariadb_types import PLUGIN_TYPES
+from cdc_ingest.capture.plan import compile_plan, compiled_available
 
 RowDecoder = Callable[[bytes, int], tuple[list[Any], int]]
 RowPair = tuple[list[Any] | None, list[Any] | None]
@@ -106,8 +106,8 @@ def _column_lines(col: ColumnSpec, i: int, consts: dict[str, Any]) -> list[str]:
     if t == FieldType.FLOAT:
         return [f"v{i} = float32(raw, off); off += 4"]
     if t == FieldType.NEWDECIMAL:
-        size = V.decimal_size(col.precision, col.scale)
-        consts[f"d{i}"] = V.decimal_reader(col.precision, col.scale)
+        size = binlog_values.decimal_size(col.precision, col.scale)
+        consts[f"d{i}"] = binlog_values.decimal_reader(col.precision, col.scale)
         return [f"v{i} = d{i}(raw[off:off + {size}]); off += {size}"]
     if t == FieldType.DATE:
         return [f"v{i} = date(raw, off); off += 3"]
@@ -172,7 +172,7 @@ def compile_decoder(schema: TableSchema, json_text: JsonText) -> RowDecoder:
     columns-present bitmap before calling it.
     """
     namespace: dict[str, Any] = {
-        name: getattr(V, name)
+        name: getattr(binlog_values, name)
         for name in _HELPERS
     }
     namespace["geometry_json"] = geometry_json

@@ -4,7 +4,7 @@
 :func:`cdc_ingest.model.changelog.row_value` per record. :class:`TableEncoder` writes the same
 bytes from pieces rendered once per table layout (the envelope up to ``pk``, the key's field
 name), so per row only the key and the row go through orjson; the compiled ``RowEncoder``
-(``_rowdecode.pyx``) does the same in C. tests/integration/test_capture_decoder_parity.py
+(``_rowencode.pyx``) does the same in C. tests/integration/test_capture_decoder_parity.py
 holds all three to identical output.
 """
 
@@ -15,9 +15,9 @@ from typing import Any
 
 import orjson
 
+from cdc_ingest.capture.binlog_schema import ColumnSpec, FieldType, TableSchema
 from cdc_ingest.capture.decoder import decoder_kind
 from cdc_ingest.capture.events import Rows
-from cdc_ingest.capture.schema import ColumnSpec, FieldType, TableSchema
 from cdc_ingest.errors import SourceError
 from cdc_ingest.model.changelog import Op, key_bytes, row_value, value_head, value_tail
 
@@ -94,16 +94,16 @@ def row_messages(ev: Rows, plan: KeyPlan, before: list[Any] | None, after: list[
 
 
 def table_encoder(schema: TableSchema, plan: KeyPlan, layout: str | None = None) -> TableEncoder:
-    """The compiled encoder (``_rowdecode.RowEncoder``) when capture uses the compiled
+    """The compiled encoder (``_rowencode.RowEncoder``) when capture uses the compiled
     decoder, else :class:`TableEncoder`; both produce the same bytes. ``layout``: the typed
     layout id every record names."""
     encoder = TableEncoder(schema, plan, layout)
     if decoder_kind() != "compiled":
         return encoder
-    from cdc_ingest.capture import _rowdecode  # type: ignore[attr-defined]  # noqa: PLC0415
+    from cdc_ingest.capture import _rowencode  # type: ignore[attr-defined]  # noqa: PLC0415
 
     key1 = encoder._key1
-    compiled: TableEncoder = _rowdecode.RowEncoder(
+    compiled: TableEncoder = _rowencode.RowEncoder(
         schema.names, key1[1] if key1 else -1, key1[0] if key1 else b"", encoder.key,
         encoder._heads["+I"], encoder._heads["+U"], encoder._heads["-D"], orjson.dumps, plan,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_ingest.capture.schema import TableSchema
+from cdc_ingest.capture.binlog_schema import TableSchema
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ Flink CDC's schema of a MySQL table (its ``CreateTableEvent``) is what its Kafka
 into the Kafka Connect ``schema`` block of ``debezium-json`` with ``include-schema.enabled``,
 and what tells its json formats which values are timestamps (``timestamp-format.standard``).
 Capture writes the same description for every table layout it writes rows of
-(capture/schemas.py, "layout" records of the schema topic), each row names its layout, and
+(capture/schema_guard.py, "layout" records of the schema topic), each row names its layout, and
 the sink looks the description up (sink/layouts.py).
 
 The type of a column is Flink CDC's ``MySqlTypeUtils`` mapping (``INT UNSIGNED`` ->
@@ -27,8 +27,8 @@ from typing import Any
 
 import orjson
 
-from cdc_ingest.capture.keyschema import Layout, binlog_class, catalog_class
-from cdc_ingest.capture.schema import ColumnSpec, FieldType
+from cdc_ingest.capture.binlog_schema import ColumnSpec, FieldType
+from cdc_ingest.capture.key_schema import Layout, binlog_class, catalog_class
 from cdc_ingest.mysql import Column
 
 # One column of a typed layout: {"name", "type", "nullable", "default", "comment"}

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from cdc_ingest.capture.binlog_schema import FieldType, TableSchema
 from cdc_ingest.capture.decoder import RowDecoder, RowPair, compile_decoder
 from cdc_ingest.capture.json_diff import apply_json_diff
 from cdc_ingest.capture.mysql_json import json_text
-from cdc_ingest.capture.schema import FieldType, TableSchema
 from cdc_ingest.mysql.packed import packed_int
 
 PARTIAL_JSON_UPDATES = 1

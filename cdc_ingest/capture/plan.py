@@ -7,10 +7,8 @@ from typing import Any
 
 import orjson
 
-from cdc_ingest.capture import values as V
-from cdc_ingest.capture.geometry import geometry_json
-from cdc_ingest.capture.mariadb_types import PLUGIN_TYPES
-from cdc_ingest.capture.schema import (
+from cdc_ingest.capture import values as binlog_values
+from cdc_ingest.capture.binlog_schema import (
     LENGTH_PREFIXED,
     ColumnSpec,
     FieldType,
@@ -18,9 +16,12 @@ from cdc_ingest.capture.schema import (
     TableSchema,
     UnsupportedColumn,
 )
+from cdc_ingest.capture.geometry import geometry_json
+from cdc_ingest.capture.mariadb_types import PLUGIN_TYPES
 
 try:
-    from cdc_ingest.capture import _rowdecode  # type: ignore[attr-defined]
+    # the compiled decoder and its encoder twin (_rowencode.pyx) are built together
+    from cdc_ingest.capture import _rowdecode, _rowencode  # type: ignore[attr-defined]  # noqa: F401
 except ImportError:  # built without a C compiler or Cython: the pure-Python decoder serves
     _rowdecode = None
 
@@ -56,18 +57,18 @@ def _payload_op(col: ColumnSpec, width: int, json_text: JsonText) -> PlanOp:
     if col.type == FieldType.JSON:
         return OP_PY_PAYLOAD, width, 0, json_text
     if col.type == FieldType.VECTOR:
-        return OP_PY_PAYLOAD, width, 0, V.vector
+        return OP_PY_PAYLOAD, width, 0, binlog_values.vector
     if col.kind:
         return OP_PY_PAYLOAD, width, 0, PLUGIN_TYPES[col.kind][1]
     if col.encoding in (None, "binary"):
         if col.type == FieldType.STRING:
             length = col.length
-            return OP_PY_PAYLOAD, width, 0, lambda b: V.fixed_binary(b, length)
-        return OP_PY_PAYLOAD, width, 0, V.base64_text
+            return OP_PY_PAYLOAD, width, 0, lambda b: binlog_values.fixed_binary(b, length)
+        return OP_PY_PAYLOAD, width, 0, binlog_values.base64_text
     if col.encoding == "utf8":
         return OP_UTF8, width, 0, None
     encoding = col.encoding
-    return OP_PY_PAYLOAD, width, 0, lambda b: V.text(b, encoding)
+    return OP_PY_PAYLOAD, width, 0, lambda b: binlog_values.text(b, encoding)
 
 
 def _column_op(col: ColumnSpec, json_text: JsonText) -> PlanOp:
@@ -79,36 +80,37 @@ def _column_op(col: ColumnSpec, json_text: JsonText) -> PlanOp:
     if t == FieldType.DOUBLE:
         return OP_DOUBLE, 0, 0, None
     if t == FieldType.FLOAT:
-        return OP_PY_FIXED, 4, 0, V.float32
+        return OP_PY_FIXED, 4, 0, binlog_values.float32
     fsp = col.fsp
     if t == FieldType.NEWDECIMAL:
-        return OP_DECIMAL, col.precision, col.scale, V.decimal_reader(col.precision, col.scale)
+        return (OP_DECIMAL, col.precision, col.scale,
+                binlog_values.decimal_reader(col.precision, col.scale))
     if t == FieldType.DATE:
-        return OP_DATE, 0, 0, lambda raw, off: (V.date(raw, off), off + 3)
+        return OP_DATE, 0, 0, lambda raw, off: (binlog_values.date(raw, off), off + 3)
     if t == FieldType.DATETIME2:
-        return OP_DATETIME2, fsp, 0, lambda raw, off: V.datetime2(raw, off, fsp)
+        return OP_DATETIME2, fsp, 0, lambda raw, off: binlog_values.datetime2(raw, off, fsp)
     if t == FieldType.TIMESTAMP2:
-        return OP_TIMESTAMP2, fsp, 0, lambda raw, off: V.timestamp2(raw, off, fsp)
+        return OP_TIMESTAMP2, fsp, 0, lambda raw, off: binlog_values.timestamp2(raw, off, fsp)
     if t == FieldType.TIME2:
-        return OP_TIME2, fsp, 0, lambda raw, off: V.time2(raw, off, fsp)
+        return OP_TIME2, fsp, 0, lambda raw, off: binlog_values.time2(raw, off, fsp)
     if t == FieldType.DATETIME:
-        return OP_PY_FIXED, 8, 0, V.datetime_v1
+        return OP_PY_FIXED, 8, 0, binlog_values.datetime_v1
     if t == FieldType.TIMESTAMP:
-        return OP_PY_FIXED, 4, 0, V.timestamp_v1
+        return OP_PY_FIXED, 4, 0, binlog_values.timestamp_v1
     if t == FieldType.TIME:
-        return OP_PY_FIXED, 3, 0, V.time_v1
+        return OP_PY_FIXED, 3, 0, binlog_values.time_v1
     if t == FieldType.YEAR:
         return OP_YEAR, 0, 0, None
     if t == FieldType.BIT:
         size, bits = (col.bits + 7) // 8, col.bits
-        return OP_PY_VAR, 0, 0, lambda raw, off: V.bit_value(raw, off, size, bits)
+        return OP_PY_VAR, 0, 0, lambda raw, off: binlog_values.bit_value(raw, off, size, bits)
     if t == FieldType.ENUM:
         return OP_ENUM, col.length, 0, tuple(col.labels)
     if t == FieldType.SET:
         size, labels = col.length, col.labels
 
         def set_value(raw: bytes, off: int) -> list[str]:
-            return V.set_labels(int.from_bytes(raw[off:off + size], "little"), labels)
+            return binlog_values.set_labels(int.from_bytes(raw[off:off + size], "little"), labels)
 
         return OP_PY_FIXED, size, 0, set_value
     if t in (FieldType.VARCHAR, FieldType.VAR_STRING, FieldType.STRING):

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from cdc_ingest.capture.context import CaptureContext, Done, Stopped
-from cdc_ingest.capture.schemas import RekeyNeeded
+from cdc_ingest.capture.schema_guard import RekeyNeeded
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.snapshot.phase import SnapshotPhase
 from cdc_ingest.capture.snapshot.reader import Snapshotter
@@ -53,7 +53,7 @@ WAIT_POLL_S = 0.5
 class Rekeying:
     def __init__(self, ctx: CaptureContext) -> None:
         self._ctx = ctx
-        self._o = ctx.options
+        self._options = ctx.options
         self._tx = ctx.tx
         self._guard = ctx.schemas
         self._catalog = ctx.catalog
@@ -79,7 +79,8 @@ class Rekeying:
         kept = [c for c in current.state.chunks if (c[0], c[1]) != (db, table)] if current else []
         cutover = java_partition(f"{db}.{table}".encode(), self._partitions)
         # where each partition ends before the re-key record: the sink must pass those
-        ends = end_offsets(self._o.kafka, self._o.changelog_topic, list(range(self._partitions)))
+        ends = end_offsets(self._options.kafka, self._options.changelog_topic,
+                           list(range(self._partitions)))
         state = SnapshotState([[db, table]], chunks=kept, server=self._catalog.server_identity(),
                               rekey={"db": db, "table": table, "where": where,
                                      "partition": cutover, "cut": False, "end": None,
@@ -106,7 +107,7 @@ class Rekeying:
             # every row into the cutover partition (no re-snapshot record to spread)
             if isinstance(SnapshotPhase(self._ctx, planner).run(state), Stopped):
                 return Stopped()
-            rekey["end"] = end_offsets(self._o.kafka, self._o.changelog_topic,
+            rekey["end"] = end_offsets(self._options.kafka, self._options.changelog_topic,
                                        [cutover])[cutover]
             self._mark(state, f"re-key {name} done", REKEY_END, int(time.time() * 1000),
                        [cutover])
@@ -132,8 +133,9 @@ class Rekeying:
         (the end offsets read before capture wrote what the sink must pass; capture is the
         changelog's only writer, so its next record there is the first at or after them).
         False when capture is asked to stop first."""
-        group = self._group = self._group or GroupOffsets(self._o.kafka, self._o.sink_group)
-        topic = self._o.changelog_topic
+        group = self._group = self._group or GroupOffsets(self._options.kafka,
+                                                          self._options.sink_group)
+        topic = self._options.changelog_topic
         began = logged = time.monotonic()
         while not self._stopping():
             try:

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from cdc_ingest.capture.events import TxBegin
 from cdc_ingest.capture.options import CaptureOptions, StartupSpec
-from cdc_ingest.capture.schemas import read_schema_topic
+from cdc_ingest.capture.schema_guard import read_schema_topic
 from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.errors import (
     PURGED_FIX,

@@ -17,6 +17,7 @@ from types import FrameType
 
 from cdc_ingest import metrics
 from cdc_ingest.capture.binlog import BinlogReader
+from cdc_ingest.capture.binlog_phase import BinlogPhase
 from cdc_ingest.capture.context import (
     CaptureContext,
     Done,
@@ -30,12 +31,11 @@ from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.capture.progress import Progress
 from cdc_ingest.capture.rekey import Rekeying
 from cdc_ingest.capture.resume import Transactions, same_server, start_position
-from cdc_ingest.capture.schemas import SchemaGuard, read_schema_topic
+from cdc_ingest.capture.schema_guard import SchemaGuard, read_schema_topic
 from cdc_ingest.capture.signals import SignalWatch, take_requests
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.snapshot.phase import SnapshotPhase
 from cdc_ingest.capture.snapshot.state import SnapshotState
-from cdc_ingest.capture.stream import BinlogPhase
 from cdc_ingest.capture.transaction import ChangelogTransaction, Limits
 from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer
 from cdc_ingest.kafka.admin import FIRST_CONTACT_S
@@ -50,7 +50,7 @@ LOG_INTERVAL_S = 10.0  # the periodic progress line
 
 class Capture:
     def __init__(self, options: CaptureOptions) -> None:
-        self.o = options
+        self.options = options
         self._stop = False
         self._catalog = Catalog(options.connection, options.key_columns, options.connect_retries)
         # The changelog is internal: lz4 halves the broker's CPU for it (measured), costs
@@ -76,7 +76,7 @@ class Capture:
 
     def run(self) -> None:
         """Capture until stopped. Raises FencedError when another capture takes over."""
-        o = self.o
+        o = self.options
         metrics.serve(o.metrics_port)
         metrics.SOURCE_CONNECTED.set(1)  # the catalog connected in __init__
         partitions = self._prepare_topics()
@@ -93,7 +93,7 @@ class Capture:
 
     def _run_once(self, partitions: int) -> Stopped | SnapshotRequested:
         """One run from the committed position, until stopped or a request arrives."""
-        o, tx = self.o, self._tx
+        o, tx = self.options, self._tx
         start, skip_before_s = start_position(o, tx.load_position(), self._catalog)
         start = take_requests(o, start, self._catalog)
         waiting = self._watch_signals(start)
@@ -138,7 +138,7 @@ class Capture:
     def _snapshot_phase(self, ctx: CaptureContext, rekeying: Rekeying,
                         state: SnapshotState) -> Done | Stopped:
         """The unfinished snapshot (or re-key) the committed position holds."""
-        o = self.o
+        o = self.options
         same_server(state, self._catalog)
         if state.rekey is not None:  # a re-key to finish before the binlog goes on
             outcome = rekeying.finish(state)
@@ -163,7 +163,7 @@ class Capture:
         """Watch for requests after those ``start`` took; True when some are waiting."""
         if self._watch is not None:
             self._watch.close()
-        self._watch = SignalWatch(self.o.kafka, self.o.signal_topic)
+        self._watch = SignalWatch(self.options.kafka, self.options.signal_topic)
         return self._watch.seen > start.signals
 
     def _ended(self) -> Stopped | SnapshotRequested:
@@ -176,19 +176,19 @@ class Capture:
 
     def _table_facts(self, db: str, table: str) -> TableFacts:
         facts = self._catalog.table_facts(db, table)
-        return facts if self.o.tinyint1_as_boolean else facts._replace(booleans=frozenset())
+        return facts if self.options.tinyint1_as_boolean else facts._replace(booleans=frozenset())
 
     def _prepare_topics(self) -> int:
         """The changelog and the internal topics exist; returns the changelog's partitions."""
-        admin = TopicAdmin(self.o.kafka, first_contact_s=FIRST_CONTACT_S)
+        o = self.options
+        admin = TopicAdmin(o.kafka, first_contact_s=FIRST_CONTACT_S)
         counts = admin.ensure_all([
-            TopicSpec(self.o.changelog_topic, self.o.partitions, self.o.replication_factor,
+            TopicSpec(o.changelog_topic, o.partitions, o.replication_factor,
                       {"max.message.bytes": str(self._max_message_bytes)}),
-            *(TopicSpec(internal, 1, self.o.replication_factor, {"cleanup.policy": "compact"})
-              for internal in (self.o.offsets_topic, self.o.schema_topic,
-                               self.o.signal_topic)),
+            *(TopicSpec(internal, 1, o.replication_factor, {"cleanup.policy": "compact"})
+              for internal in (o.offsets_topic, o.schema_topic, o.signal_topic)),
         ])
-        return counts[self.o.changelog_topic]
+        return counts[o.changelog_topic]
 
 
 def install_signal_handlers(capture: Capture) -> None:

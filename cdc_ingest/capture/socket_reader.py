@@ -5,7 +5,7 @@ PyMySQL reads a connection through ``sock.makefile("rb")``, which blocks until b
 ``read(n)`` (short only at the end of the stream; errors and timeouts as the socket raises
 them, which PyMySQL turns into its lost-connection error), and while a read waits for the
 server it calls two hooks: ``idle`` (capture has everything the server sent: it commits what
-it read, cdc_ingest.capture.stream), and ``stopping``, four times a second (when it says so
+it read, cdc_ingest.capture.binlog_phase), and ``stopping``, four times a second (when it says so
 the read raises :class:`ReadStopped`, so a stop request is not held up until the next event
 or heartbeat). A hook runs while capture waits for bytes, sometimes in the middle of an
 event's packet, but always after the last event capture handled and before the next: the

@@ -8,16 +8,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cdc_ingest.capture.decoder import EventDecoder, event_decoder
-from cdc_ingest.capture.keyschema import binlog_primary_key
-from cdc_ingest.capture.mariadb_types import PLUGIN_TYPES
-from cdc_ingest.capture.schema import (
+from cdc_ingest.capture.binlog_schema import (
     ColumnSpec,
     FieldType,
     JsonText,
     TableSchema,
     UnsupportedColumn,
 )
+from cdc_ingest.capture.decoder import EventDecoder, event_decoder
+from cdc_ingest.capture.key_schema import binlog_primary_key
+from cdc_ingest.capture.mariadb_types import PLUGIN_TYPES
 from cdc_ingest.mysql import TableFacts
 
 # (db, table) -> what the catalog knows of the table that its TableMap does not: the names of

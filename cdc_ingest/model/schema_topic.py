@@ -54,7 +54,7 @@ class TableRecord(TypedDict, total=False):
     v: int
     db: str
     table: str
-    key: dict[str, Any] | None  # {"columns": [...], "classes": [...]} (capture/keyschema.py)
+    key: dict[str, Any] | None  # {"columns": [...], "classes": [...]} (capture/key_schema.py)
     columns: list[list[str]] | None  # [[name, class], ...] in table order
     ddl: str | None
     action: str | None  # a DDL record's action, or "rekey"

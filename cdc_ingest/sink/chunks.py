@@ -17,7 +17,7 @@ from typing import Any
 
 from cdc_ingest.errors import SinkError
 from cdc_ingest.model.changelog import EMPTIES_TABLE, REKEY_CUT, DdlRecord
-from cdc_ingest.sink.changelog import Columns
+from cdc_ingest.sink.arrow_batches import Columns
 from cdc_ingest.sink.rekey import Cutover
 from cdc_ingest.sink.serde import Serde, SinkMessage
 from cdc_ingest.sink.settings import SinkSettings

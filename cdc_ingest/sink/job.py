@@ -9,7 +9,7 @@ partition's range over several tasks sharing one transactional id.
 
 The rows reach the Python workers as Arrow record batches (``DataFrame.mapInArrow``, a
 per-partition operator: it keeps the source's partitions and their order), not as pickled Row
-objects; each task (:func:`~cdc_ingest.sink.changelog.run_task`) returns its counters as
+objects; each task (:func:`~cdc_ingest.sink.arrow_batches.run_task`) returns its counters as
 one JSON row.
 """
 
@@ -36,7 +36,7 @@ from cdc_ingest.kafka import KafkaClientError, TopicAdmin, client_config
 from cdc_ingest.kafka.admin import FIRST_CONTACT_S
 from cdc_ingest.kafka.config import LIBRDKAFKA_ONLY
 from cdc_ingest.kafka.limits import FLOOR
-from cdc_ingest.sink.changelog import COLUMNS, RESULT, RESULT_SCHEMA, run_task
+from cdc_ingest.sink.arrow_batches import COLUMNS, RESULT, RESULT_SCHEMA, run_task
 from cdc_ingest.sink.failures import query_failed
 from cdc_ingest.sink.settings import SinkSettings, sink_settings
 from cdc_ingest.sink.spark import (

@@ -24,7 +24,7 @@ from typing import Any
 from cdc_ingest.kafka import PlainProducer, TransactionalProducer
 from cdc_ingest.kafka.offsets import GroupOffsets, offset_list
 from cdc_ingest.model.changelog import REKEY_CUT, DdlRecord
-from cdc_ingest.sink.changelog import ChangelogBatches, Columns, row_columns
+from cdc_ingest.sink.arrow_batches import ChangelogBatches, Columns, row_columns
 from cdc_ingest.sink.chunks import Counters, Reset, chunks
 from cdc_ingest.sink.events import EventSerde
 from cdc_ingest.sink.produce import produce, raise_named
@@ -150,7 +150,7 @@ def committed_offsets(settings: SinkSettings) -> dict[int, int]:
 def write_partition(settings: SinkSettings, rows: Iterable[Any]) -> dict[str, Any]:
     """Write one changelog partition's records to the sinks.
 
-    ``rows``: a :class:`~cdc_ingest.sink.changelog.ChangelogBatches` (what the Spark job
+    ``rows``: a :class:`~cdc_ingest.sink.arrow_batches.ChangelogBatches` (what the Spark job
     passes), or any rows with ``partition``, ``offset``, ``key``, ``value``, in offset order.
     """
     batches = rows.columns() if isinstance(rows, ChangelogBatches) else row_columns(rows)

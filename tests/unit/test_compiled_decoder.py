@@ -12,8 +12,8 @@ import struct
 import orjson
 import pytest
 
+from cdc_ingest.capture.binlog_schema import ColumnSpec, FieldType, TableSchema
 from cdc_ingest.capture.decoder import compile_decoder, compile_plan, compiled_available
-from cdc_ingest.capture.schema import ColumnSpec, FieldType, TableSchema
 from tests.unit.test_values import _decimal_bytes
 
 

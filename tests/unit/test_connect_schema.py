@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
+from cdc_ingest.capture.binlog_schema import ColumnSpec, FieldType
 from cdc_ingest.capture.flinktypes import (
     binlog_type,
     catalog_type,
@@ -16,7 +17,6 @@ from cdc_ingest.capture.flinktypes import (
     typed_from_binlog,
     typed_from_catalog,
 )
-from cdc_ingest.capture.schema import ColumnSpec, FieldType
 from cdc_ingest.change_events.values import iso_timestamps
 from cdc_ingest.model.javatext import java_double
 from cdc_ingest.mysql import Column

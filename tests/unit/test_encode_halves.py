@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
+from cdc_ingest.capture.binlog_schema import ColumnSpec, FieldType, TableSchema
 from cdc_ingest.capture.decoder import compiled_available
 from cdc_ingest.capture.encode import (
     KEEP_ALL,
@@ -18,7 +19,6 @@ from cdc_ingest.capture.encode import (
     TableEncoder,
     table_encoder,
 )
-from cdc_ingest.capture.schema import ColumnSpec, FieldType, TableSchema
 
 SCHEMA = TableSchema("db", "t", (ColumnSpec("id", FieldType.LONG),
                                  ColumnSpec("v", FieldType.LONG)), ("id",))

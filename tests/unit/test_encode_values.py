@@ -8,9 +8,9 @@ from typing import Any
 import orjson
 import pytest
 
+from cdc_ingest.capture.binlog_schema import ColumnSpec, FieldType, TableSchema
 from cdc_ingest.capture.decoder import compiled_available
 from cdc_ingest.capture.encode import KeyPlan, TableEncoder, table_encoder
-from cdc_ingest.capture.schema import ColumnSpec, FieldType, TableSchema
 
 # the extension is built wherever tests run (test_compiled_decoder.test_extension_is_built)
 pytestmark = pytest.mark.skipif(not compiled_available(), reason="no compiled extension")

@@ -9,15 +9,15 @@ from typing import Any
 import orjson
 import pytest
 
+from cdc_ingest.capture.binlog_schema import ColumnSpec, FieldType
 from cdc_ingest.capture.flinktypes import layout_id
-from cdc_ingest.capture.keyschema import (
+from cdc_ingest.capture.key_schema import (
     KeySchema,
     binlog_class,
     binlog_primary_key,
     catalog_class,
 )
-from cdc_ingest.capture.schema import ColumnSpec, FieldType
-from cdc_ingest.capture.schemas import KeySchemaChanged, RekeyNeeded, SchemaGuard
+from cdc_ingest.capture.schema_guard import KeySchemaChanged, RekeyNeeded, SchemaGuard
 from cdc_ingest.errors import SourceError
 from cdc_ingest.model.schema_topic import SchemaTopic, layout_value
 from cdc_ingest.mysql import Column
@@ -217,8 +217,8 @@ def test_ignore_pins_the_first_columns_until_the_table_is_dropped() -> None:
 
 
 def test_pinned_rows_are_projected_onto_the_pinned_columns() -> None:
+    from cdc_ingest.capture.binlog_schema import TableSchema  # noqa: PLC0415
     from cdc_ingest.capture.encode import Encoders  # noqa: PLC0415
-    from cdc_ingest.capture.schema import TableSchema  # noqa: PLC0415
 
     schema = TableSchema("shop", "t", (ColumnSpec("id", T.LONG), ColumnSpec("added", T.LONG),
                                        ColumnSpec("v", T.VARCHAR, encoding="utf8")), ("id",))

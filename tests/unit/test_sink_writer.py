@@ -17,7 +17,13 @@ from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka import FencedError, KafkaClientError, PlainProducer, TransactionalProducer
 from cdc_ingest.routing.routes import Router, RouteRule
 from cdc_ingest.sink import writer
-from cdc_ingest.sink.changelog import RESULT, ChangelogBatches, ChangelogRow, row_columns, run_task
+from cdc_ingest.sink.arrow_batches import (
+    RESULT,
+    ChangelogBatches,
+    ChangelogRow,
+    row_columns,
+    run_task,
+)
 from cdc_ingest.sink.chunks import Counters, chunks
 from cdc_ingest.sink.rekey import Cutover
 from cdc_ingest.sink.serde import SinkMessage

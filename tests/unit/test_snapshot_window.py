@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from cdc_ingest.capture.binlog_schema import ColumnSpec, FieldType, TableSchema
 from cdc_ingest.capture.events import Heartbeat, Rows, TxBegin, TxCommit
-from cdc_ingest.capture.schema import ColumnSpec, FieldType, TableSchema
 from cdc_ingest.capture.snapshot import window as window_module
 from cdc_ingest.capture.snapshot.window import Window
 from cdc_ingest.errors import SourceError

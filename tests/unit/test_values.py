@@ -7,9 +7,9 @@ import orjson
 import pytest
 
 from cdc_ingest.capture import values as V
+from cdc_ingest.capture.binlog_schema import ColumnSpec, FieldType, TableSchema
 from cdc_ingest.capture.decoder import compile_decoder, failing_column
 from cdc_ingest.capture.geometry import geometry_json
-from cdc_ingest.capture.schema import ColumnSpec, FieldType, TableSchema
 
 
 def _decimal_bytes(text: str, precision: int, scale: int) -> bytes:

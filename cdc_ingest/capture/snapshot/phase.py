@@ -29,7 +29,7 @@ class SnapshotPhase:
     def __init__(self, ctx: CaptureContext, planner: Snapshotter,
                  resnapshot_partitions: int = 1) -> None:
         self._ctx = ctx
-        self._o = ctx.options
+        self._options = ctx.options
         self._partitions = resnapshot_partitions
         self._guard = ctx.schemas
         self._tx = ctx.tx
@@ -39,7 +39,7 @@ class SnapshotPhase:
     def run(self, state: SnapshotState) -> Done | Stopped:
         """Read and commit chunks until the snapshot is done or a stop is requested; one
         chunk more than readers is in flight, so the next read overlaps this commit."""
-        parallelism = self._o.snapshot_parallelism
+        parallelism = self._options.snapshot_parallelism
         readers: queue.Queue[Snapshotter] = queue.Queue()
         for i in range(parallelism):
             readers.put(self._ctx.snapshotter(i))  # the planner's connection stays its own

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from cdc_ingest.capture.flinktypes import typed_from_catalog
-from cdc_ingest.capture.keyschema import of_catalog
+from cdc_ingest.capture.key_schema import of_catalog
 from cdc_ingest.capture.snapshot.keyorder import KeyColumn, KeyOrder, quote
 from cdc_ingest.capture.snapshot.state import Key
 from cdc_ingest.capture.snapshot.values import (
@@ -49,7 +49,7 @@ class TableInfo:
         self.columns = columns
         self.booleans = tinyint1_as_boolean
         self.key = key
-        # what the schema topic records for rows read here (cdc_ingest.capture.schemas)
+        # what the schema topic records for rows read here (cdc_ingest.capture.schema_guard)
         self.key_schema, self.layout = of_catalog(columns, key, tinyint1_as_boolean)
         self.typed = typed_from_catalog(columns, tinyint1_as_boolean)  # capture/flinktypes.py
         self.order = KeyOrder(

@@ -20,16 +20,16 @@ from typing import Any
 from cdc_ingest import metrics
 from cdc_ingest.capture.binlog import BinlogReader
 from cdc_ingest.capture.binlog_errors import ReplicaTakenOver
+from cdc_ingest.capture.binlog_schema import TableSchema
 from cdc_ingest.capture.context import CaptureContext, Done, RekeyRequested
 from cdc_ingest.capture.ddl import action_of, tables_of
 from cdc_ingest.capture.encode import KEEP_ALL, KEEP_NEW, KEEP_OLD, Encoders, KeyPlan
 from cdc_ingest.capture.events import Ddl, Heartbeat, Rows, TxBegin, TxCommit
 from cdc_ingest.capture.flinktypes import typed_from_binlog
-from cdc_ingest.capture.keyschema import of_binlog
+from cdc_ingest.capture.key_schema import of_binlog
 from cdc_ingest.capture.progress import Progress
 from cdc_ingest.capture.resume import Transactions, same_server
-from cdc_ingest.capture.schema import TableSchema
-from cdc_ingest.capture.schemas import RekeyNeeded
+from cdc_ingest.capture.schema_guard import RekeyNeeded
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.socket_reader import ReadStopped
 from cdc_ingest.errors import SourceError, SourceUnavailable

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_ingest.capture.schema import ColumnSpec, FieldType, TableSchema
+from cdc_ingest.capture.binlog_schema import ColumnSpec, FieldType, TableSchema
 from cdc_ingest.mysql import Column
 
 _INTEGERS = frozenset({FieldType.TINY, FieldType.SHORT, FieldType.INT24, FieldType.LONG,
