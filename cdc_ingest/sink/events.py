@@ -119,16 +119,16 @@ class EventSerde(EventAddress):
     def add(self, out: list[SinkMessage], key: bytes | None, value: bytes) -> int:
         """Append the change events of one changelog record (one per table id); none for
         DDL (kept in :attr:`ddl`). Returns the record's ``ts_ms``."""
-        if self._transform is not None:
-            changed = self._transform.apply(value)
-            if changed is None:
-                return self._transform.ts_ms
-            value = changed
         record = decode_full_record(value)
         check_version(record.v)
         if record.op == "DDL":
             self.ddl = decode_ddl(value)
             return record.ts_ms
+        if self._transform is not None:  # on the record as decoded here
+            changed = self._transform.apply(record)
+            if changed is None:
+                return record.ts_ms
+            record = changed
         if record.db is None or record.table is None:
             raise msgspec.ValidationError("a row change needs `db` and `table`")
         pk, before, after = bytes(record.pk), bytes(record.before), bytes(record.after)

@@ -29,6 +29,7 @@ from cdc_ingest.model.changelog import (
     DdlRecord,
     check_version,
     decode_ddl,
+    decode_full_record,
     decode_record,
     decode_record_columns,
 )
@@ -47,6 +48,10 @@ _Route = tuple[tuple[str, ...], Headers | None, str]
 
 def _json(columns: dict[str, msgspec.Raw]) -> bytes:
     return orjson.dumps({name: orjson.Fragment(bytes(raw)) for name, raw in columns.items()})
+
+
+# a key or row object as its columns, each value its raw JSON text (None: null)
+_columns_or_none = msgspec.json.Decoder(dict[str, msgspec.Raw] | None).decode
 
 
 class SinkSerde:
@@ -88,10 +93,7 @@ class SinkSerde:
         ``ValueError`` (a ``msgspec.DecodeError``, or a ``ChangelogVersionError``) for a
         value that is not a changelog record of this version."""
         if self._transform is not None:
-            changed = self._transform.apply(value)
-            if changed is None:
-                return self._transform.ts_ms
-            value = changed
+            return self._add_transformed(out, key, value)
         if self._except_key:
             return self._add_except_key(out, key, value)
         record = decode_record(value)
@@ -122,23 +124,54 @@ class SinkSerde:
         if op == "DDL":
             self.ddl = decode_ddl(value)
             return ts
-        route = self._routes.get((record.db, record.table))
-        if route is None:
-            route = self._route(record.db, record.table)
-        topics, headers, name = route
-        pk = record.pk or {}
+        return self._emit(out, key, op, record.db, record.table, record.pk, record.after, ts)
+
+    def _add_transformed(self, out: list[SinkMessage], key: bytes | None, value: bytes) -> int:
+        """The record decoded once, the transform applied to it, its messages."""
+        assert self._transform is not None
+        record = decode_full_record(value)
+        check_version(record.v)
+        if record.op == "DDL":
+            self.ddl = decode_ddl(value)
+            return record.ts_ms
+        changed = self._transform.apply(record)
+        if changed is None:
+            return record.ts_ms
+        if not self._except_key:
+            pk, after = bytes(changed.pk), bytes(changed.after)
+            return self._emit_raw(out, key, changed.op, changed.db, changed.table, pk, after,
+                                  changed.ts_ms)
+        return self._emit(out, key, changed.op, changed.db, changed.table,
+                          _columns_or_none(bytes(changed.pk)),
+                          _columns_or_none(bytes(changed.after)), changed.ts_ms)
+
+    def _emit_raw(self, out: list[SinkMessage], key: bytes | None, op: str, db: str | None,
+                  table: str | None, pk: bytes, after: bytes, ts: int) -> int:
+        """The messages of a row change whose key and row are their JSON text."""
+        topics, headers, name = self._routes.get((db, table)) or self._route(db, table)
         if key is None:
-            key = b"null" if record.pk is None else _json(pk)
+            key = pk
+        if self._jackson:
+            key = jackson_json(key)
+        body = None if op == "-D" else after
+        out.extend([(topic, key, body, headers, ts, name) for topic in topics])
+        return ts
+
+    def _emit(self, out: list[SinkMessage], key: bytes | None, op: str, db: str | None,
+              table: str | None, pk: dict[str, msgspec.Raw] | None,
+              after: dict[str, msgspec.Raw] | None, ts: int) -> int:
+        """The messages of a row change, its key and row as their columns
+        (``value.fields-include: EXCEPT_KEY``: the row without its key columns)."""
+        topics, headers, name = self._routes.get((db, table)) or self._route(db, table)
+        columns = pk or {}
+        if key is None:
+            key = b"null" if pk is None else _json(columns)
         if self._jackson:
             key = jackson_json(key)
         body = None
         if op != "-D":
-            after = record.after
-            body = (
-                b"null"
-                if after is None
-                else _json({k: v for k, v in after.items() if k not in pk})
-            )
+            body = (b"null" if after is None
+                    else _json({k: v for k, v in after.items() if k not in columns}))
         out.extend([(topic, key, body, headers, ts, name) for topic in topics])
         return ts
 

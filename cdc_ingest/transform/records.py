@@ -1,7 +1,8 @@
 """Transform rules applied to changelog records, before the sink serializes them.
 
 For each row record of a table a rule matches (the first rule whose ``source-table`` matches
-``db.table``, as in Flink CDC), :meth:`Transformer.apply` projects ``before`` and ``after``,
+``db.table``, as in Flink CDC), :meth:`Transformer.apply` takes the record as the serde
+decoded it (once) and projects ``before`` and ``after``,
 evaluates the filter on each (metadata ``__data_event_type__`` is ``+I``, ``-U``/``+U`` or
 ``-D`` for the image it sees) and decides the record, as Flink CDC's PostTransformOperator:
 
@@ -21,15 +22,9 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-import orjson
 
 from cdc_ingest.errors import SinkError
-from cdc_ingest.model.changelog import (
-    CHANGELOG_VERSION,
-    SNAPSHOT_POS,
-    FullRecord,
-    decode_full_record,
-)
+from cdc_ingest.model.changelog import SNAPSHOT_POS, FullRecord
 from cdc_ingest.transform.functions import EvaluationError
 from cdc_ingest.transform.rules import Rule, RuleSpec
 
@@ -38,12 +33,11 @@ _NULL = b"null"
 
 
 class Transformer:
-    """The pipeline's rules; :meth:`apply` is called for every changelog record."""
+    """The pipeline's rules; :meth:`apply` is called for every changelog row record."""
 
     def __init__(self, specs: tuple[RuleSpec, ...]) -> None:
         self._rules = [Rule(spec) for spec in specs]
         self._tables: dict[tuple[str, str], Rule | None] = {}
-        self.ts_ms = 0  # the ts_ms of the record apply() dropped last
 
     def __bool__(self) -> bool:
         return bool(self._rules)
@@ -56,18 +50,14 @@ class Transformer:
                 (r for r in self._rules if r.selector.matches(db, table)), None)
         return hit  # type: ignore[return-value]
 
-    def apply(self, value: bytes) -> bytes | None:
-        """The record as the rule makes it: unchanged (DDL, or no rule), rewritten, or None
-        (filtered out)."""
-        if b'"op":"DDL"' in value[:40]:
-            return value
-        record = decode_full_record(value)
-        if record.db is None or record.table is None or record.op == "DDL":
-            return value
+    def apply(self, record: FullRecord) -> FullRecord | None:
+        """A row record as the rule makes it: itself (no rule), rewritten, or None (filtered
+        out). The caller decoded it and handles DDL records itself."""
+        if record.db is None or record.table is None:
+            return record
         rule = self.rule(record.db, record.table)
         if rule is None:
-            return value
-        self.ts_ms = record.ts_ms
+            return record
         try:
             return self._apply(rule, record)
         except EvaluationError as exc:
@@ -77,7 +67,7 @@ class Transformer:
                 "for such rows, then start again: nothing after this row was written."
             ) from None
 
-    def _apply(self, rule: Rule, record: FullRecord) -> bytes | None:
+    def _apply(self, rule: Rule, record: FullRecord) -> FullRecord | None:
         meta: dict[str, Any] = {
             "__namespace_name__": None, "__schema_name__": record.db,
             "__table_name__": record.table,
@@ -104,13 +94,9 @@ class Transformer:
         if op == "-D" and rule.spec.soft_delete:
             op, before, after = "+I", None, before
         self._check_key(rule, record)
-        # the typed layout stays named (include-schema, ISO-8601 with a filter-only rule)
-        layout = b'"layout":%b,' % orjson.dumps(record.layout) if record.layout else b""
-        return b'{"v":%d,"op":"%s","db":%b,"table":%b,%b"pk":%b,"before":%b,"after":%b,' \
-               b'"ts_ms":%d,"pos":%b}' % (
-                   CHANGELOG_VERSION, op.encode(), orjson.dumps(record.db),
-                   orjson.dumps(record.table), layout, bytes(record.pk), before or _NULL,
-                   after or _NULL, record.ts_ms, orjson.dumps(record.pos))
+        # the key and the typed layout stay (include-schema, ISO-8601 with a filter-only rule)
+        return msgspec.structs.replace(record, op=op, before=msgspec.Raw(before or _NULL),
+                                       after=msgspec.Raw(after or _NULL))
 
     @staticmethod
     def _check_key(rule: Rule, record: FullRecord) -> None:
