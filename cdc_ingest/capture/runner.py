@@ -53,8 +53,8 @@ class Capture:
         self.options = options
         self._stop = False
         self._catalog = Catalog(options.connection, options.key_columns, options.connect_retries)
-        # The changelog is internal: lz4 halves the broker's CPU for it (measured), costs
-        # capture little; properties.compression.type overrides it.
+        # The changelog is internal: lz4 by default (decision 0012);
+        # properties.compression.type overrides it.
         # The largest row the server accepts fits in a record (cdc_ingest.kafka.limits).
         packet = self._catalog.variable("max_allowed_packet")
         self._max_message_bytes = message_limit(int(packet or 0))

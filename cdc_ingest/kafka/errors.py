@@ -6,6 +6,7 @@ exits with the same code wherever it happens.
 
 from __future__ import annotations
 
+from cdc_ingest import exit_codes
 from cdc_ingest.errors import TRANSIENT_EXIT_CODE, CdcIngestError
 
 
@@ -13,14 +14,14 @@ class KafkaClientError(CdcIngestError):
     """Kafka refused or failed a request (produce, commit, admin, read); nothing of a
     transaction that saw it is committed."""
 
-    exit_code = 5
+    exit_code = exit_codes.KAFKA_OR_SINK
 
 
 class FencedError(KafkaClientError):
     """Another process took over this transactional id (a second instance, or a retried
     task): this one must stop; its open transaction is aborted."""
 
-    exit_code = 6
+    exit_code = exit_codes.FENCED
 
 
 class TransactionTimedOut(KafkaClientError):

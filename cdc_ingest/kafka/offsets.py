@@ -78,7 +78,10 @@ class GroupOffsets:
         return {tp.partition: tp.offset for tp in got if tp.offset >= 0}
 
     def partitions(self, topic: str) -> list[int]:
-        meta = self._consumer.list_topics(topic, timeout=self._timeout)
+        try:
+            meta = self._consumer.list_topics(topic, timeout=self._timeout)
+        except KafkaException as exc:
+            raise KafkaClientError(f"cannot read the partitions of {topic}: {exc}") from exc
         info = meta.topics.get(topic)
         if info is None or info.error is not None:
             return []

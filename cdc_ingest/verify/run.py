@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from cdc_ingest import exit_codes
 from cdc_ingest.change_events.address import EventAddress, event_options
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.errors import CdcIngestError, SourceError
@@ -26,7 +27,7 @@ log = logging.getLogger(__name__)
 class VerifyMismatch(CdcIngestError):
     """A sink topic does not hold what MySQL holds (or a table could not be checked)."""
 
-    exit_code = 8
+    exit_code = exit_codes.VERIFY_DIFFERENT
 
 
 def topics_of(defn: PipelineDef, tables: list[tuple[str, str]]) -> dict[str, list[str]]:

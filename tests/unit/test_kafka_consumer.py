@@ -42,3 +42,17 @@ def test_other_errors_are_raised_at_once() -> None:
     with pytest.raises(KafkaException, match="TOPIC_AUTHORIZATION_FAILED"):
         watermarks(consumer, TopicPartition("t", 0), 5.0)
     assert consumer.calls == 1
+
+
+def test_partitions_of_an_unreachable_cluster_is_a_kafka_error_not_a_traceback() -> None:
+    # `status` reads the sink group's partitions: a raw KafkaException made it exit 1 with a
+    # traceback instead of 5 with the message
+    from cdc_ingest.kafka.errors import KafkaClientError  # noqa: PLC0415
+    from cdc_ingest.kafka.offsets import GroupOffsets  # noqa: PLC0415
+
+    group = GroupOffsets({"bootstrap.servers": "127.0.0.1:1"}, "g", timeout_s=1.0)
+    try:
+        with pytest.raises(KafkaClientError, match="cannot read the partitions of changelog"):
+            group.partitions("changelog")
+    finally:
+        group.close()
