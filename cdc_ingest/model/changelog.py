@@ -182,6 +182,17 @@ decode_full_record = msgspec.json.Decoder(FullRecord).decode
 decode_ddl = msgspec.json.Decoder(DdlRecord).decode
 
 
+def older_capture(record: str, field: str, needed_for: str) -> str:
+    """The one compatibility rule within a version (docs/changelog-format.md, "Versions"):
+    fields are only ever added, so a record without one was written by an older capture. A
+    reader that can be exact without the field goes on; one that cannot stops with this
+    message: which record, which field, what needs it, the fix."""
+    return (f"{record} has no \"{field}\": a capture older than this sink wrote it, and "
+            f"{needed_for} needs it. Fix: run capture and the sink from the same cdc-ingest "
+            "release; the records written before the upgrade are read by a new pipeline "
+            "(a new pipeline.name)")
+
+
 def check_version(v: int) -> None:
     """Raise :class:`ChangelogVersionError` unless ``v`` is a version this code reads."""
     if v != CHANGELOG_VERSION:

@@ -17,7 +17,7 @@ from cdc_ingest.change_events.values import decode_columns
 from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka.consumer import Message
 from cdc_ingest.kafka.partition import java_partition
-from cdc_ingest.model.changelog import DdlRecord
+from cdc_ingest.model.changelog import DdlRecord, older_capture
 from cdc_ingest.sink.events import EventSerde
 from cdc_ingest.sink.serde import SinkMessage
 
@@ -88,11 +88,9 @@ def _owner(ddl: DdlRecord, image: bytes, partitions: int, names: list[str],
     timestamp columns, written in ISO-8601 but keyed as captured)."""
     key_names = ddl.key or names
     if not key_names:
-        raise SinkError(
-            f"{ddl.action.upper()} of {ddl.db}.{ddl.table} at binlog {ddl.pos}: the DDL "
-            "record does not name the table's key columns (a capture older than this "
-            "sink wrote it). Fix: run capture and the sink from the same cdc-ingest "
-            "release")
+        raise SinkError(older_capture(
+            f"the {ddl.action.upper()} record of {ddl.db}.{ddl.table} at binlog {ddl.pos}",
+            "key", "a delete event for each of the table's rows (its key columns)"))
     columns = decode_columns(image)
     pk = orjson.dumps({n: orjson.Fragment(_as_captured(bytes(columns[n]), n.encode() in stamps))
                        for n in key_names})

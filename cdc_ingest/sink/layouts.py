@@ -13,6 +13,7 @@ from typing import Any
 
 from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka import read_topic
+from cdc_ingest.model.changelog import older_capture
 from cdc_ingest.model.schema_topic import SchemaTopic, fold
 
 _READ = SchemaTopic()  # layouts only: what tasks of this worker have read
@@ -23,11 +24,9 @@ def typed_layout(kafka: dict[str, Any], topic: str, layout: str | None, table: s
                  pos: str) -> list[dict[str, Any]]:
     """The columns of ``layout`` (``[{"name","type","nullable","default","comment"}]``)."""
     if layout is None:
-        raise SinkError(
-            f"a change of {table} at binlog {pos} names no column types (no \"layout\"): a "
-            "capture older than this sink wrote it, and debezium-json.include-schema.enabled "
-            "or timestamp-format.standard: ISO-8601 need them. Fix: run capture and the sink "
-            "from the same cdc-ingest release, or start a new pipeline (a new pipeline.name)")
+        raise SinkError(older_capture(
+            f"the change of {table} at binlog {pos}", "layout", "debezium-json.include-schema"
+            ".enabled or timestamp-format.standard: ISO-8601 (the column types)"))
     found = _READ.layouts.get(layout)
     if found is None:
         with _LOCK:
