@@ -6,6 +6,7 @@ The only place that maps the definition to capture; every default lives in the c
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -98,7 +99,7 @@ def capture_options(defn: PipelineDef) -> CaptureOptions:
         startup=startup_spec(defn),
         max_rows=s.capture_transaction_max_rows,
         max_interval_s=s.capture_transaction_max_interval.total_seconds(),
-        heartbeat_s=max(s.heartbeat_interval.total_seconds(), 0.1),
+        heartbeat_s=heartbeat_seconds(s.heartbeat_interval.total_seconds()),
         connect_retries=s.connect_max_retries,
         metrics_port=p.metrics_port + 1 if p.metrics_port else None,
         snapshot_server_id=(s.server_id_last if s.server_id_last > s.server_id_first
@@ -107,3 +108,9 @@ def capture_options(defn: PipelineDef) -> CaptureOptions:
         fetch_size=s.scan_snapshot_fetch_size,
         snapshot_parallelism=s.scan_incremental_snapshot_parallelism or p.parallelism,
     )
+
+
+def heartbeat_seconds(configured: float) -> float:
+    """``heartbeat.interval`` for capture: 0 disables heartbeats (no commit of the position
+    alone; it then moves only with captured changes), as in Flink CDC; else at least 0.1 s."""
+    return math.inf if configured == 0 else max(configured, 0.1)

@@ -97,7 +97,9 @@ class MySqlSourceDef(ConfigModel):
     heartbeat_interval: Duration = Field(timedelta(seconds=30), alias="heartbeat.interval",
                                          description="how often the committed position "
                                          "advances while nothing captured changes; 0 "
-                                         "disables heartbeats")
+                                         "disables heartbeats (the position then moves only "
+                                         "with captured changes, and a binlog purged past it "
+                                         "stops capture at its next start)")
     connect_timeout: PositiveDuration = Field(
         timedelta(seconds=30), alias="connect.timeout",
         description="how long connecting to MySQL may take")

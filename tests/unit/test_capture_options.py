@@ -110,3 +110,34 @@ def test_an_old_position_warns_of_tables_its_pipeline_never_wrote(
                                {("shop", "a"), ("app", "x")})
     assert unseen == [("shop", "b")]
     assert "cdc-ingest snapshot --config <file> shop.b" in caplog.text
+
+
+def test_heartbeat_interval_zero_disables_heartbeats() -> None:
+    # documented as in Flink CDC; it was clamped to 0.1 s: a commit of the position alone
+    # every 100 ms while other tables' transactions move the binlog
+    import math  # noqa: PLC0415
+
+    from cdc_ingest.capture.positions import PositionStore  # noqa: PLC0415
+    from cdc_ingest.capture.transaction import ChangelogTransaction, Limits  # noqa: PLC0415
+    from cdc_ingest.model import Position  # noqa: PLC0415
+
+    text = YAML.replace("{mode}", "latest-offset").replace(
+        "  server-id: 5401", "  server-id: 5401\n  heartbeat.interval: {hb}")
+    assert capture_options(parse_pipeline(text.replace("{hb}", "0"), ENV)).heartbeat_s == math.inf
+    assert capture_options(parse_pipeline(text.replace("{hb}", "10s"), ENV)).heartbeat_s == 10
+    assert capture_options(parse_pipeline(text.replace("{hb}", "1ms"), ENV)).heartbeat_s == 0.1
+
+    class Producer:
+        calls = 0
+
+        def __getattr__(self, name: str) -> object:
+            def call(*args: object, **kwargs: object) -> None:
+                Producer.calls += 1
+            return call
+
+    tx = ChangelogTransaction(Producer(), PositionStore({}, "offsets"),  # type: ignore[arg-type]
+                              "changelog", "schema", Limits(10, 60.0, math.inf))
+    tx.start_run(Position(file="b.1", pos=4))
+    tx.position = Position(file="b.1", pos=900)  # the binlog moved, nothing captured
+    tx.maybe_commit()
+    assert Producer.calls == 0
