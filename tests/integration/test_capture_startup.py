@@ -143,7 +143,8 @@ def test_a_large_transaction_spans_kafka_transactions_and_resumes_inside(
     producer = TransactionalProducer({"bootstrap.servers": kafka.bootstrap}, f"seed-{second}")
     producer.init()
     producer.begin()
-    store.produce(producer, resume)
+    key, value = store.record(resume)
+    producer.send(store.topic, value, key)
     producer.commit()
     producer.close()
     config = write_pipeline(tmp_path / "b.yaml", source, kafka, second, f"{fresh_db}.big",
