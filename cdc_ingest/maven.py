@@ -3,7 +3,8 @@
 :func:`fetch_jars` writes a pom listing the artifacts into ``<cache>/<name>/``, runs
 ``mvn dependency:copy-dependencies`` there and keeps the jars in one flat folder beside it.
 A file lock makes concurrent processes fetch once; a ``.complete`` marker, written last, tells
-later calls that the folder is whole.
+later calls that the folder is whole. :func:`fetch_artifact` copies one artifact of any type
+(a ``zip`` with a classifier, say) into a folder, for callers that unpack it themselves.
 """
 
 from __future__ import annotations
@@ -104,6 +105,43 @@ def fetch_jars(
         done.write_text("".join(f"{jar}\n" for jar in names))
         log.info("fetched %d jars in %.1f s", len(names), time.monotonic() - started)
     return jars
+
+
+def fetch_artifact(artifact: str, into: Path, *, what: str = "", timeout: float = 1800) -> Path:
+    """One file, ``group:artifact:version:type[:classifier]`` (no dependencies), copied by
+    ``mvn dependency:copy`` into the folder ``into``; return its path.
+
+    No cache marker or lock here: the caller holds its own (it usually unpacks the file).
+    """
+    parts = artifact.split(":")
+    if len(parts) not in (4, 5) or not all(parts):
+        raise ValueError(f"{artifact!r}: want group:artifact:version:type[:classifier]")
+    _, artifact_id, version, kind = parts[:4]
+    classifier = f"-{parts[4]}" if len(parts) == 5 else ""
+    what = what or artifact
+    if shutil.which("mvn") is None:
+        raise MavenError(
+            f"fetching {what} needs Maven, and `mvn` is not on PATH. "
+            "Fix: install it (Debian: apt-get install maven)."
+        )
+    into.mkdir(parents=True, exist_ok=True)
+    log.info("fetching %s from Maven Central into %s", what, into)
+    _run_maven(
+        [
+            "mvn", "-q", "-B", "-Dstyle.color=never",
+            f"org.apache.maven.plugins:maven-dependency-plugin:{DEPENDENCY_PLUGIN}:copy",
+            f"-Dartifact={artifact}", f"-DoutputDirectory={into}",
+        ],
+        what=what,
+        cwd=into,
+        timeout=timeout,
+        fix=f"Fix: Maven must reach Maven Central (check the network, a proxy, "
+        f"~/.m2/settings.xml) and {artifact} must exist there.",
+    )  # fmt: skip
+    path = into / f"{artifact_id}-{version}{classifier}.{kind}"
+    if not path.is_file():
+        raise MavenError(f"Maven finished but {into} lacks {path.name}")
+    return path
 
 
 def _coordinates(text: str) -> tuple[str, str, str, str]:

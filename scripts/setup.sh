@@ -3,7 +3,8 @@
 # again): Debian's MariaDB server and client, a JDK, Maven and debootstrap; the package with
 # its test extras; Kafka's jars and Spark's Kafka connector from Maven Central into .cache/;
 # the MySQL 9.7 root (Debian sid + mysql-server-core, for chroot) into .cache/mysql-root;
-# for the tests (CDC_INGEST_SETUP_TESTS=1, set by scripts/test.sh) also a PyFlink virtualenv,
+# for the tests (CDC_INGEST_SETUP_TESTS=1, set by scripts/test.sh) also a PyFlink virtualenv
+# with Flink's Kafka connector jar, the Schema Registry's app (Apicurio Registry),
 # the MariaDB 11.8 root (Debian sid + mariadb-server) into .cache/mariadb-root, and the
 # Docker engine, Compose v2 and the images of the Docker Compose test.
 set -euo pipefail
@@ -54,6 +55,10 @@ echo "setup: Spark Kafka connector jars, and the sink JVM's class-data sharing a
 if [ "${CDC_INGEST_SETUP_TESTS:-0}" = 1 ]; then  # scripts/test.sh only; the demo needs none
   echo "setup: PyFlink virtualenv and Flink's Kafka SQL connector (once: about a minute)" >&2
   "$PYTHON" -m tests.integration.flink_env >/dev/null
+  # the Schema Registry (Apicurio Registry, for the avro-confluent tests): its 142 MB app
+  # from Maven Central, unpacked once into .cache/ (marker written last, under a lock)
+  echo "setup: Schema Registry (Apicurio Registry; once: about 30 s)" >&2
+  "$PYTHON" -m cdc_ingest.services fetch registry >/dev/null
 fi
 
 echo "setup: MySQL 9.7 root (once: debootstrap sid + apt-get, about a minute)" >&2

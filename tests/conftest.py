@@ -11,6 +11,10 @@ tests that ask for it.
 The ``mariadb118`` fixture is the local MariaDB 11.8 (``cdc_ingest.services.MariaDB118``,
 chrooted in ``<cache>/mariadb-root``), started only by the tests that ask for it.
 
+The ``registry`` fixture is a local Confluent-compatible Schema Registry
+(``cdc_ingest.services.SchemaRegistry``: Apicurio Registry, in-memory, ``.url``), started only
+by the tests that ask for it.
+
 ``source`` / ``fresh_source_db`` run a test once per flavour (ids ``[mariadb]``, ``[mysql]``);
 the tests that must hold on every server take ``[mariadb118]`` too
 (``@pytest.mark.parametrize("source", ALL_SERVERS, indirect=True)``). What differs between
@@ -32,7 +36,7 @@ from typing import Any, Protocol
 import pymysql
 import pytest
 
-from cdc_ingest.services import KafkaBroker, MariaDB, MariaDB118, MySQL
+from cdc_ingest.services import KafkaBroker, MariaDB, MariaDB118, MySQL, SchemaRegistry
 from cdc_ingest.sink.writer import close_clients
 from tests.integration.flavors import FLAVORS, Source
 
@@ -59,6 +63,13 @@ class MySqlServer(Protocol):
 class KafkaServer(Protocol):
     @property
     def bootstrap(self) -> str: ...
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+
+
+class RegistryServer(Protocol):
+    @property
+    def url(self) -> str: ...
     def start(self) -> None: ...
     def stop(self) -> None: ...
 
@@ -141,7 +152,20 @@ def kafka(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     return server
 
 
-def _start(server: MySqlServer | KafkaServer, request: pytest.FixtureRequest) -> None:
+@pytest.fixture(scope="session")
+def registry(request: pytest.FixtureRequest,
+             tmp_path_factory: pytest.TempPathFactory) -> SchemaRegistry:
+    """A running Confluent-compatible Schema Registry (``cdc_ingest.services.SchemaRegistry``:
+    Apicurio Registry, in-memory, global compatibility BACKWARD), started only by the tests
+    that ask for it: ``.url`` is ``http://127.0.0.1:<port>/apis/ccompat/v7``. Shared by the
+    whole run: use subjects of fresh topics."""
+    server = SchemaRegistry(tmp_path_factory.mktemp("services") / "registry")
+    _start(server, request)
+    return server
+
+
+def _start(server: MySqlServer | KafkaServer | RegistryServer,
+           request: pytest.FixtureRequest) -> None:
     """Start a session server and make sure it is stopped whatever happens."""
     request.addfinalizer(server.stop)
     try:

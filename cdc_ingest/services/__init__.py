@@ -1,8 +1,10 @@
-"""Local MariaDB, MySQL 9.7, MariaDB 11.8 and Kafka for dev, demo and tests: plain processes.
+"""Local MariaDB, MySQL 9.7, MariaDB 11.8, Kafka and a Schema Registry for dev, demo and tests:
+plain processes.
 
 ``python -m cdc_ingest.services start`` runs MariaDB and Kafka (``start mysql`` the MySQL,
-``start mariadb118`` the MariaDB 11.8, each chrooted in a Debian sid root of its own); tests
-use them through ``tests/conftest.py``.
+``start mariadb118`` the MariaDB 11.8, each chrooted in a Debian sid root of its own,
+``start registry`` a Confluent-compatible Schema Registry: Apicurio Registry, in-memory);
+tests use them through ``tests/conftest.py``.
 """
 
 from cdc_ingest.cache import cache_dir
@@ -11,7 +13,9 @@ from cdc_ingest.services.kafka import KafkaBroker, fetch_jars
 from cdc_ingest.services.mariadb import MariaDB
 from cdc_ingest.services.mariadb118 import MariaDB118
 from cdc_ingest.services.mysql import MySQL
+from cdc_ingest.services.registry import SchemaRegistry
 
 __all__ = [
-    "KafkaBroker", "MariaDB", "MariaDB118", "MySQL", "ServiceError", "cache_dir", "fetch_jars",
+    "KafkaBroker", "MariaDB", "MariaDB118", "MySQL", "SchemaRegistry", "ServiceError", "cache_dir",
+    "fetch_jars",
 ]

@@ -1,11 +1,13 @@
 """``python -m cdc_ingest.services {start,stop,status,fetch} [SERVICE] [--home DIR]``.
 
-SERVICE: ``mariadb``, ``mysql``, ``mariadb118``, ``kafka`` or ``all``.
+SERVICE: ``mariadb``, ``mysql``, ``mariadb118``, ``kafka``, ``registry`` or ``all``.
 
 Prints shell-friendly ``NAME=value`` lines (``eval "$(python -m cdc_ingest.services start)"``).
 ``all`` (the default) is MariaDB and Kafka; the MySQL 9.7 and the MariaDB 11.8 are only ever
 named: ``mysql``, ``mariadb118``. Their lines are ``MYSQL97_*`` and ``MARIADB118_*`` so they do
-not clash with MariaDB's ``MYSQL_*``. Every command is safe
+not clash with MariaDB's ``MYSQL_*``. ``registry`` (a Confluent-compatible Schema Registry,
+Apicurio Registry, in-memory) is also only ever named; its line is ``SCHEMA_REGISTRY_URL``.
+Every command is safe
 to run twice.
 """
 
@@ -23,9 +25,10 @@ from cdc_ingest.services.kafka import KafkaBroker, fetch_jars
 from cdc_ingest.services.mariadb import MariaDB
 from cdc_ingest.services.mariadb118 import MariaDB118
 from cdc_ingest.services.mysql import ChrootServer, MySQL
+from cdc_ingest.services.registry import SchemaRegistry, fetch_app
 
 SERVICES = ("mariadb", "kafka")  # what `all` means
-CHOICES = ("mariadb", "mysql", "mariadb118", "kafka", "all")
+CHOICES = ("mariadb", "mysql", "mariadb118", "kafka", "registry", "all")
 # the servers that run chrooted in a Debian sid root: class, prefix of their lines
 CHROOTED: dict[str, tuple[type[ChrootServer], str]] = {
     "mysql": (MySQL, "MYSQL97"),
@@ -59,6 +62,8 @@ def _chrooted_env(db: ChrootServer, prefix: str) -> None:
 
 
 def _status_name(service: str) -> str:
+    if service == "registry":
+        return "SCHEMA_REGISTRY_STATUS"
     prefix = CHROOTED[service][1] if service in CHROOTED else service.upper()
     return f"{prefix}_STATUS"
 
@@ -73,6 +78,10 @@ def _start(home: Path, service: str) -> int:
         server = kind(home / service)
         server.start()
         _chrooted_env(server, prefix)
+    elif service == "registry":
+        registry = SchemaRegistry(home / "registry")
+        registry.start()
+        _emit(SCHEMA_REGISTRY_URL=registry.url)
     else:
         broker = KafkaBroker(home / "kafka")
         broker.start()
@@ -81,11 +90,13 @@ def _start(home: Path, service: str) -> int:
 
 
 def _stop(home: Path, service: str) -> int:
-    server: MariaDB | ChrootServer | KafkaBroker
+    server: MariaDB | ChrootServer | KafkaBroker | SchemaRegistry
     if service == "mariadb":
         server = MariaDB(home / "mariadb")
     elif service in CHROOTED:
         server = CHROOTED[service][0](home / service)
+    elif service == "registry":
+        server = SchemaRegistry(home / "registry")
     else:
         server = KafkaBroker(home / "kafka")
     server.stop()
@@ -105,6 +116,11 @@ def _status(home: Path, service: str) -> int:
         running = chrooted.is_running()
         if running:
             _chrooted_env(chrooted, prefix)
+    elif service == "registry":
+        registry = SchemaRegistry(home / "registry")
+        running = registry.is_running()
+        if running:
+            _emit(SCHEMA_REGISTRY_URL=registry.url)
     else:
         broker = KafkaBroker(home / "kafka")
         running = broker.is_running()
@@ -117,6 +133,8 @@ def _status(home: Path, service: str) -> int:
 def _fetch(home: Path, service: str) -> int:
     if service == "kafka":
         _emit(KAFKA_LIBS=fetch_jars())
+    elif service == "registry":
+        _emit(SCHEMA_REGISTRY_JAR=fetch_app())
     elif service in CHROOTED:
         kind, prefix = CHROOTED[service]
         kind.ensure_installed()
@@ -138,23 +156,24 @@ COMMANDS: dict[str, Callable[[Path, str], int]] = {
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m cdc_ingest.services",
-        description="Start, stop or inspect the local MariaDB, MySQL 9.7, MariaDB 11.8 and "
-        "Kafka used for dev and tests.",
+        description="Start, stop or inspect the local MariaDB, MySQL 9.7, MariaDB 11.8, "
+        "Kafka and Schema Registry used for dev and tests.",
     )
     parser.add_argument(
         "command",
         choices=COMMANDS,
         help="fetch: install MariaDB if missing / build the MySQL or MariaDB 11.8 root "
-        "(Debian sid, needs root) / download the Kafka jars; status exits 3 when a service is "
-        "stopped",
+        "(Debian sid, needs root) / download the Kafka jars / download and unpack Apicurio "
+        "Registry; status exits 3 when a service is stopped",
     )
     parser.add_argument(
         "service",
         nargs="?",
         default="all",
         choices=CHOICES,
-        help="all (the default) = mariadb and kafka; mysql is MySQL 9.7 and mariadb118 is "
-        "MariaDB 11.8, only when named",
+        help="all (the default) = mariadb and kafka; mysql is MySQL 9.7, mariadb118 is "
+        "MariaDB 11.8 and registry a Confluent-compatible Schema Registry (Apicurio), only "
+        "when named",
     )
     parser.add_argument(
         "--home",

@@ -1,12 +1,15 @@
 """The local services are what capture needs: binlog settings, grants, Kafka transactions.
 
 The MariaDB tests run on the ``mariadb`` fixture; the ``test_mysql_*`` ones on the local
-Oracle MySQL 9.7 (``mysql`` fixture, ``cdc_ingest.services.MySQL``).
+Oracle MySQL 9.7 (``mysql`` fixture, ``cdc_ingest.services.MySQL``); the Schema Registry test
+on a ``cdc_ingest.services.SchemaRegistry`` of its own (it stops and starts it).
 """
 
 from __future__ import annotations
 
+import json
 import socket
+import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -19,7 +22,7 @@ from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import GtidEvent
 from pymysqlreplication.row_event import WriteRowsEvent
 
-from cdc_ingest.services import MySQL
+from cdc_ingest.services import MySQL, SchemaRegistry
 from tests.conftest import admin_conn
 
 TABLEACCESS_DENIED = 1142  # INSERT/CREATE command denied to user for table
@@ -364,3 +367,46 @@ def test_mysql_second_home_runs_beside_the_first_and_stops_cleanly(
     assert not other.home.exists()
     assert _mysqld_pids(mysql) == session_pids  # the session's server still runs
     assert _query(mysql.cdc, "SELECT 1") == [(1,)]
+
+
+def _registry_call(url: str, body: Any = None, method: str = "GET") -> Any:
+    request = urllib.request.Request(
+        url,
+        data=None if body is None else json.dumps(body).encode(),
+        method=method,
+        headers={"Content-Type": "application/vnd.schemaregistry.v1+json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+        return json.loads(response.read())
+
+
+def test_schema_registry_registers_reads_back_and_restarts(tmp_path: Path) -> None:
+    registry = SchemaRegistry(tmp_path / "registry")
+    schema = json.dumps({
+        "type": "record", "name": "record", "namespace": "org.apache.flink.avro.generated",
+        "fields": [{"name": "id", "type": "int"},
+                   {"name": "name", "type": ["null", "string"], "default": None}],
+    })
+    try:
+        registry.start()
+        url = registry.url
+        registry.start()  # safe twice: same process, same URL
+        assert registry.url == url and url.endswith("/apis/ccompat/v7")
+
+        registered = _registry_call(f"{url}/subjects/shop.orders-value/versions",
+                                    {"schema": schema}, "POST")
+        read = _registry_call(f"{url}/schemas/ids/{registered['id']}")
+        assert json.loads(read["schema"]) == json.loads(schema)
+        assert _registry_call(f"{url}/subjects/shop.orders-value/versions") == [1]
+        # Confluent's default, not Apicurio's NONE
+        assert _registry_call(f"{url}/config") == {"compatibilityLevel": "BACKWARD"}
+
+        registry.stop()
+        assert not registry.is_running()
+        registry.start()  # in-memory: a new start is empty
+        assert registry.url == url
+        assert _registry_call(f"{url}/subjects") == []
+        assert _registry_call(f"{url}/config") == {"compatibilityLevel": "BACKWARD"}
+    finally:
+        registry.stop()
