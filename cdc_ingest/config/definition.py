@@ -102,9 +102,10 @@ class PipelineDef(ConfigModel):
             return
         found: Found = [
             (("transform", index, "projection"),
-             "cannot be combined with sink debezium-json.include-schema.enabled or "
-             "timestamp-format.standard: ISO-8601 (the events' column types are the source "
-             "table's; those of a projection are not inferred)",
+             "cannot be combined with sink key/value.format avro-confluent, "
+             "debezium-json.include-schema.enabled or timestamp-format.standard: ISO-8601 "
+             "(the column types written are the source table's; those of a projection are "
+             "not inferred)",
              "remove the projection (filters are fine), or those sink options")
             for index, rule in enumerate(self.transforms) if rule.projection]
         raise_problems("pipeline", found)

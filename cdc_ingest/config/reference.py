@@ -22,6 +22,7 @@ from cdc_ingest.config.jdbc import JdbcPropertiesDef
 from cdc_ingest.config.kafka_sink import KafkaSinkDef
 from cdc_ingest.config.pipeline import PipelineOptions, RouteDef
 from cdc_ingest.config.problems import PASS_THROUGH_PREFIX
+from cdc_ingest.config.avro_confluent import AvroConfluentOptions
 from cdc_ingest.config.sink import UpsertKafkaSinkDef
 from cdc_ingest.config.source import MySqlSourceDef
 from cdc_ingest.config.transform import TransformDef
@@ -79,6 +80,11 @@ _DEFAULTS: dict[type[BaseModel], dict[str, str]] = {
         "jdbc.properties.*": "none: TLS when the server offers it (`PREFERRED`)",
     },
     JdbcPropertiesDef: {},
+    AvroConfluentOptions: {
+        "url": "required with `avro-confluent`",
+        "subject": "`<topic>-key` / `<topic>-value`",
+        "properties.*": "none",
+    },
     UpsertKafkaSinkDef: {
         "name": "none",
         "topic.partitions": "broker default",
@@ -105,6 +111,13 @@ _DEFAULTS: dict[type[BaseModel], dict[str, str]] = {
     },
 }
 
+_AVRO_NOTE = (
+    "Flink's `avro-confluent` options with the `key.` / `value.` prefix upsert-kafka gives a "
+    "format's options; `avro-confluent.<option>` without a prefix sets both (the prefixed one "
+    "wins). Flink's fallback names `schema-registry.url`/`.subject` are accepted. TLS files "
+    "are PEM. What is written: [output-contract.md](output-contract.md#avro-confluent)."
+)
+
 _TRANSFORM_NOTE = (
     "Flink CDC's transform rules: which columns each table's messages carry, which rows "
     "are written, and the table's key. Expressions, functions and what a filter does to "
@@ -122,6 +135,8 @@ _BLOCKS: tuple[tuple[str, type[BaseModel], str], ...] = (
     ("source (type: mysql)", MySqlSourceDef, _SOURCE_NOTE),
     ("source: jdbc.properties.<name>", JdbcPropertiesDef, _JDBC_NOTE),
     ("sink (type: upsert-kafka)", UpsertKafkaSinkDef, ""),
+    ("sink: key.avro-confluent.* / value.avro-confluent.*", AvroConfluentOptions,
+     _AVRO_NOTE),
     ("sink (type: kafka)", KafkaSinkDef, _KAFKA_NOTE),
     ("route (list)", RouteDef, _ROUTE_NOTE),
     ("transform (list)", TransformDef, _TRANSFORM_NOTE),

@@ -11,21 +11,24 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, PlainSerializer, PlainValidator, model_validator
 
+from cdc_ingest.config import avro_confluent
+from cdc_ingest.config.avro_confluent import AvroConfluentOptions
 from cdc_ingest.config.durations import Duration
 from cdc_ingest.config.problems import PASS_THROUGH_PREFIX, Found, problem, raise_problems
 from cdc_ingest.config.types import ConfigModel, MaskedDict, SafeId, choice, is_secret_property
 
-# Formats the upsert-kafka references name; we write JSON only (docs/output-contract.md).
+# Formats the upsert-kafka references name; we write json and avro-confluent
+# (docs/output-contract.md).
 _OTHER_FORMATS = frozenset(
-    {"csv", "avro", "avro-confluent", "debezium-json", "canal-json", "maxwell-json", "raw",
+    {"csv", "avro", "debezium-json", "canal-json", "maxwell-json", "raw",
      "protobuf", "debezium-avro-confluent", "ogg-json"}
 )
 # Settings cdc-ingest owns: a user value would silently break keys, values or fencing.
 _MANAGED_PROPERTIES = {
-    "key.serializer": "keys are always JSON",
-    "value.serializer": "values are always JSON",
-    "key.deserializer": "keys are always JSON",
-    "value.deserializer": "values are always JSON",
+    "key.serializer": "set key.format instead",
+    "value.serializer": "set value.format instead",
+    "key.deserializer": "set key.format instead",
+    "value.deserializer": "set value.format instead",
     "transactional.id": "set sink.transactional-id-prefix instead",
 }
 
@@ -49,11 +52,14 @@ class ValueFieldsInclude(StrEnum):
     EXCEPT_KEY = "EXCEPT_KEY"
 
 
+UPSERT_FORMATS = ("json", "avro-confluent")
+
+
 def _format(value: Any) -> str:
     text = str(value).strip().lower()
-    if text == "json":
+    if text in UPSERT_FORMATS:
         return text
-    fix = "upsert-kafka writes json only: set it to json or remove the option"
+    fix = "upsert-kafka writes json or avro-confluent: set one of them or remove the option"
     if text in ("debezium-json", "canal-json"):
         raise problem("is a change-event format, not an upsert one",
                       "use sink.type: kafka (Flink CDC's sink) for debezium-json or canal-json")
@@ -199,7 +205,8 @@ class UpsertKafkaSinkDef(KafkaSinkBase):
         description="`ALL` (the value holds every column) or `EXCEPT_KEY` (the key columns "
         "only in the key)")
     key_format: KafkaFormat = Field("json", alias="key.format",
-                                    description="format of the record keys; only json")
+                                    description="format of the record keys: `json` or "
+                                    "`avro-confluent` (with key.avro-confluent.url)")
     key_json_encoding: KeyEncoding = Field(
         KeyJsonEncoding.UTF8, alias="key.json.encoding",
         description="`utf-8`: keys as capture writes them; `jackson`: byte for byte as "
@@ -207,7 +214,21 @@ class UpsertKafkaSinkDef(KafkaSinkBase):
         "control characters as `\\u001F`), for a topic a Flink job also writes; changing it "
         "on a running pipeline changes such keys (output-contract.md, \"Keys\")")
     value_format: KafkaFormat = Field("json", alias="value.format",
-                                      description="format of the record values; only json")
+                                      description="format of the record values: `json` or "
+                                      "`avro-confluent` (with value.avro-confluent.url)")
+    key_avro_confluent: AvroConfluentOptions | None = Field(
+        None, alias="key.avro-confluent",
+        description="the key's Schema Registry options, written `key.avro-confluent.<option>` "
+        "(`avro-confluent.<option>` sets key and value): url, subject, basic-auth.*, "
+        "bearer-auth.*, ssl.*, properties.*")
+    value_avro_confluent: AvroConfluentOptions | None = Field(
+        None, alias="value.avro-confluent",
+        description="the value's, written `value.avro-confluent.<option>`")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_avro_confluent(cls, data: Any) -> Any:
+        return avro_confluent.gather(data) if isinstance(data, dict) else data
 
     @property
     def except_key(self) -> bool:
@@ -231,8 +252,25 @@ class UpsertKafkaSinkDef(KafkaSinkBase):
 
     @model_validator(mode="after")
     def _consistent(self) -> UpsertKafkaSinkDef:
-        raise_problems("sink", property_problems(self) + _buffer_problems(self))
+        raise_problems("sink", property_problems(self) + _buffer_problems(self)
+                       + avro_confluent.problems("key", self.key_format,
+                                                 self.key_avro_confluent)
+                       + avro_confluent.problems("value", self.value_format,
+                                                 self.value_avro_confluent)
+                       + avro_confluent.jackson_problems(self.avro_key, self.jackson_keys))
         return self
+
+    @property
+    def typed(self) -> bool:  # messages need each row's column types (Avro schemas)
+        return self.avro_key or self.avro_value
+
+    @property
+    def avro_key(self) -> bool:
+        return self.key_format == avro_confluent.FORMAT
+
+    @property
+    def avro_value(self) -> bool:
+        return self.value_format == avro_confluent.FORMAT
 
 
 def property_problems(sink: KafkaSinkBase) -> Found:

@@ -38,20 +38,13 @@ from typing import Any
 import orjson
 
 from cdc_ingest.change_events.jackson import jackson_json
+from cdc_ingest.model.flink_types import twos_complement as _twos_complement
+from cdc_ingest.model.flink_types import type_parts as _parts
 from cdc_ingest.model.javatext import java_double
 
-_TYPE = re.compile(r"^([A-Z_]+)(?:\((\d+)(?:, (\d+))?\))?$")
 _JAVA_INT = re.compile(r"^[+-]?\d+$")
 _JAVA_FLOAT = re.compile(r"^[+-]?(NaN|Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?)[fFdD]?$")
 _BOUNDS = {"int16": 1 << 15, "int32": 1 << 31, "int64": 1 << 63}
-
-
-def _parts(type_: str) -> tuple[str, int | None, int | None]:
-    match = _TYPE.match(type_)
-    if match is None:
-        return type_, None, None
-    size, scale = match.group(2), match.group(3)
-    return match.group(1), (int(size) if size else None), (int(scale) if scale else None)
 
 
 def _number(text: str, kind: str) -> int | None:
@@ -101,12 +94,6 @@ def _to_float32(value: float) -> float:
         if struct.pack("f", float(text)) == exact:
             return float(text)
     return value
-
-
-def _twos_complement(value: int) -> bytes:
-    """``BigInteger.toByteArray``: the shortest big-endian two's complement."""
-    length = (value + (value < 0)).bit_length() // 8 + 1
-    return value.to_bytes(length, "big", signed=True)
 
 
 def _field_type(type_: str) -> dict[str, Any]:

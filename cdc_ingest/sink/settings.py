@@ -12,6 +12,7 @@ from cdc_ingest.change_events.address import EventOptions, event_options
 from cdc_ingest.kafka import client_config
 from cdc_ingest.model.names import sink_transactional_id
 from cdc_ingest.routing.routes import Router
+from cdc_ingest.sink.avro_serde import AvroSettings
 from cdc_ingest.transform.rules import RuleSpec
 
 if TYPE_CHECKING:
@@ -48,6 +49,8 @@ class SinkSettings:
     transforms: tuple[RuleSpec, ...] = ()
     # key.json.encoding: jackson (upsert keys as Flink's json format spells them)
     jackson_keys: bool = False
+    # key/value.format: avro-confluent (cdc_ingest.sink.avro_serde); None: both json
+    avro: AvroSettings | None = None
 
     def producer_config(self) -> dict[str, Any]:
         return {"message.max.bytes": self.max_message_bytes, **self.kafka}
@@ -75,7 +78,24 @@ def sink_settings(defn: PipelineDef) -> SinkSettings:
         events=event_options(defn),
         transforms=tuple(rule.spec(defn.source.metadata_list) for rule in defn.transforms),
         jackson_keys=getattr(sink, "jackson_keys", False),
+        avro=_avro(defn),
     )
+
+
+def _avro(defn: PipelineDef) -> AvroSettings | None:
+    sink = defn.sink
+    key = getattr(sink, "key_avro_confluent", None) if getattr(sink, "avro_key", False) \
+        else None
+    value = getattr(sink, "value_avro_confluent", None) \
+        if getattr(sink, "avro_value", False) else None
+    if key is None and value is None:
+        return None
+    return AvroSettings(
+        kafka=client_config(sink.properties), schema_topic=defn.pipeline.schema_topic,
+        key=key.registry_config() if key is not None else None,
+        value=value.registry_config() if value is not None else None,
+        key_subject=key.subject if key is not None else None,
+        value_subject=value.subject if value is not None else None)
 
 
 __all__ = ["SinkSettings", "sink_settings"]

@@ -25,6 +25,7 @@ from cdc_ingest.kafka import PlainProducer, TransactionalProducer
 from cdc_ingest.kafka.offsets import GroupOffsets, offset_list
 from cdc_ingest.model.changelog import REKEY_CUT, DdlRecord
 from cdc_ingest.sink.arrow_batches import ChangelogBatches, Columns, row_columns
+from cdc_ingest.sink.avro_serde import AvroSinkSerde
 from cdc_ingest.sink.chunks import Counters, Reset, chunks
 from cdc_ingest.sink.events import EventSerde
 from cdc_ingest.sink.produce import produce, raise_named
@@ -108,6 +109,9 @@ def make_serde(settings: SinkSettings) -> Serde:
     if settings.events is not None:
         return EventSerde(settings.router, settings.events, settings.with_headers,
                           settings.transforms)
+    if settings.avro is not None:
+        return AvroSinkSerde(settings.router.sink_topics, settings.except_key,
+                             settings.with_headers, settings.avro)
     return SinkSerde(settings.router.sink_topics, settings.except_key, settings.with_headers,
                      settings.transforms, settings.jackson_keys)
 

@@ -175,9 +175,40 @@ def test_enum_fix_suggests_and_lists_values() -> None:
                            " earliest-offset, specific-offset, timestamp")
 
 
-def test_format_fix_says_only_json() -> None:
+def test_format_fix_names_the_formats_upsert_kafka_writes() -> None:
     problem = only(minimal(sink={"key.format": "avro"}), "sink.key.format")
-    assert "upsert-kafka writes json only" in problem.fix
+    assert "upsert-kafka writes json or avro-confluent" in problem.fix
+
+
+def test_avro_confluent_needs_its_registry_and_reports_every_problem_at_once() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_pipeline(yaml.safe_dump(minimal(sink={
+            "key.format": "avro-confluent", "value.format": "AVRO-CONFLUENT",
+            "value.avro-confluent.url": "registry:8081",
+            "value.avro-confluent.basic-auth.user-info": "s3cret-without-colon",
+            "value.avro-confluent.schema": "{}",
+            "key.json.encoding": "jackson"})), {})
+    found = {p.path: p for p in caught.value.problems}
+    assert found["sink.key.avro-confluent.url"].message == "required option is missing"
+    assert "not an http(s) URL" in found["sink.value.avro-confluent.url"].message
+    assert "must be user:password" in found[
+        "sink.value.avro-confluent.basic-auth.user-info"].message
+    assert "derives the schema" in found["sink.value.avro-confluent.schema"].message
+    assert "key.format json only" in found["sink.key.json.encoding"].message
+    assert "s3cret" not in str(caught.value)
+
+
+def test_avro_confluent_options_without_prefix_set_key_and_value() -> None:
+    defn = parse_pipeline(yaml.safe_dump(minimal(sink={
+        "key.format": "avro-confluent", "value.format": "avro-confluent",
+        "avro-confluent.url": "http://a:8081", "value.avro-confluent.url": "http://b:8081",
+        "avro-confluent.basic-auth.user-info": "u:pw",
+        "value.avro-confluent.subject": "orders-v"})), {})
+    key, value = defn.sink.key_avro_confluent, defn.sink.value_avro_confluent
+    assert (key.url, key.subject) == ("http://a:8081", None)
+    assert (value.url, value.subject) == ("http://b:8081", "orders-v")
+    assert value.registry_config().user_info == "u:pw"
+    assert "pw" not in repr(value.registry_config()) and "pw" not in repr(defn)
 
 
 def test_a_pipeline_name_is_free_text_and_its_id_a_safe_spelling_of_it() -> None:

@@ -11,7 +11,6 @@ selected as ``col + 0E0`` (exact as a double). Numbers that must keep their exac
 from __future__ import annotations
 
 import base64
-import struct
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -20,6 +19,7 @@ import orjson
 
 from cdc_ingest.capture.geometry import geometry_json
 from cdc_ingest.capture.values import vector
+from cdc_ingest.model.flink_types import shortest_float32
 from cdc_ingest.mysql import Column
 
 Converter = Callable[[Any], Any]
@@ -33,7 +33,6 @@ _BLOBS = frozenset({"varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
 _GEOMETRIES = frozenset({"geometry", "point", "linestring", "polygon", "multipoint",
                          "multilinestring", "multipolygon", "geometrycollection",
                          "geomcollection"})
-_F32 = struct.Struct("<f")
 
 
 class UnsupportedType(ValueError):
@@ -54,15 +53,7 @@ def _raw(value: Any) -> bytes:
 
 def _float32(value: float) -> orjson.Fragment:
     """The fewest digits that read back as the same 32-bit float, as Python spells them."""
-    target = _F32.unpack(_F32.pack(value))[0]
-    for digits in range(1, 10):
-        text = f"{target:.{digits}g}"
-        try:
-            if _F32.unpack(_F32.pack(float(text)))[0] == target:
-                return orjson.Fragment(repr(float(text)))
-        except OverflowError:  # rounded up beyond the largest float
-            continue
-    return orjson.Fragment(repr(target))
+    return orjson.Fragment(shortest_float32(value))
 
 
 def _time(value: timedelta, fsp: int) -> str:
