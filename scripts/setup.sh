@@ -4,9 +4,10 @@
 # its test extras; Kafka's jars and Spark's Kafka connector from Maven Central into .cache/;
 # the MySQL 9.7 root (Debian sid + mysql-server-core, for chroot) into .cache/mysql-root;
 # for the tests (CDC_INGEST_SETUP_TESTS=1, set by scripts/test.sh) also a PyFlink virtualenv
-# with Flink's Kafka connector jar, the Schema Registry's app (Apicurio Registry),
-# the MariaDB 11.8 root (Debian sid + mariadb-server) into .cache/mariadb-root, and the
-# Docker engine, Compose v2 and the images of the Docker Compose test.
+# with Flink's Kafka connector and avro-confluent format jars, the Schema Registry's app
+# (Apicurio Registry), the MariaDB 11.8 root (Debian sid + mariadb-server) into
+# .cache/mariadb-root, and the Docker engine, Compose v2 and the images of the Docker Compose
+# test.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -47,13 +48,14 @@ echo "setup: Spark Kafka connector jars, and the sink JVM's class-data sharing a
      "(once: about 30 s)" >&2
 "$PYTHON" -m cdc_ingest.sink.spark fetch >/dev/null
 
-# PyFlink for the Flink read-back test (tests/integration/test_flink_readback.py): apache-flink
+# PyFlink for the Flink read-back tests (tests/integration/test_flink_*readback.py): apache-flink
 # pins its own pyarrow/pandas/numpy/apache-beam, which would break PySpark's, so it goes into
 # a virtualenv of its own, <cache>/pyflink-<version>-venv, never into this environment; and
-# Flink's Kafka SQL connector jar from Maven Central. Made once (marker written last), under
-# a lock: tests/integration/flink_env.py.
+# Flink's Kafka SQL connector and avro-confluent format jars from Maven Central. Made once
+# (marker written last), under a lock: tests/integration/flink_env.py.
 if [ "${CDC_INGEST_SETUP_TESTS:-0}" = 1 ]; then  # scripts/test.sh only; the demo needs none
-  echo "setup: PyFlink virtualenv and Flink's Kafka SQL connector (once: about a minute)" >&2
+  echo "setup: PyFlink virtualenv, Flink's Kafka SQL connector and avro-confluent format" \
+       "(once: about a minute)" >&2
   "$PYTHON" -m tests.integration.flink_env >/dev/null
   # the Schema Registry (Apicurio Registry, for the avro-confluent tests): its 142 MB app
   # from Maven Central, unpacked once into .cache/ (marker written last, under a lock)
