@@ -7,15 +7,16 @@ types (capture/flinktypes.py): a record named ``record`` in namespace
 ``org.apache.flink.avro.generated``; a nullable column is the union ``["null", T]`` with
 ``"default": null``, a NOT NULL one (every key column) ``T`` without default. Where Flink 2.0
 cannot derive a type (TIME/TIMESTAMP beyond millisecond precision, TIMESTAMP_LTZ) the schema
-uses the Avro standard's type of the exact value (``time-micros``, ``timestamp-micros``,
-``timestamp-millis`` for TIMESTAMP_LTZ(0..3)); never a truncated value. The text is compact
-JSON in the order Java's ``Schema.toString()`` writes, so equal tables give equal text and
-equal schema ids.
+uses the Avro standard's type of the exact value (``timestamp-micros``, ``timestamp-millis``
+for TIMESTAMP_LTZ(0..3)); never a truncated value. MySQL's TIME, a signed duration up to
+838:59:59.999999, is a ``long`` of microseconds (Avro's time types hold one day only). The
+text is compact JSON in the order Java's ``Schema.toString()`` writes, so equal tables give
+equal text and equal schema ids.
 
 **Values**: :meth:`RowCodec.encode` takes the changelog's JSON form (changelog-format.md),
 :meth:`RowCodec.to_json` gives it back (verify, watch): exact inverses, except a DECIMAL
 beyond 38 digits (Flink CDC's STRING: its text). What Avro cannot carry is refused
-(:class:`AvroValueError`): a TIME outside one day, a null (zero date) in a NOT NULL column.
+(:class:`AvroValueError`): a null (a zero date) in a NOT NULL column.
 
 **Framing** (Confluent's wire format): byte 0 is 0, bytes 1-4 the schema id (big-endian),
 then the Avro binary encoding of the record.
@@ -28,7 +29,7 @@ import io
 import json
 import re
 from collections.abc import Callable, Sequence
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -44,7 +45,6 @@ MAGIC = b"\x00"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _EPOCH_DAY = date(1970, 1, 1).toordinal()
 _EPOCH = datetime(1970, 1, 1)
-_DAY_US = 86_400_000_000
 # a JSON row with every non-integer number as its exact Decimal
 decode_json = msgspec.json.Decoder(float_hook=Decimal).decode
 
@@ -93,8 +93,9 @@ def avro_type(type_: str) -> Any:
         return {"type": "int", "logicalType": "date"}
     fsp = size or 0
     if root == "TIME":
-        return ({"type": "int", "logicalType": "time-millis"} if fsp <= 3
-                else {"type": "long", "logicalType": "time-micros"})
+        # MySQL's TIME is a signed duration up to 838:59:59.999999; Avro's time-millis and
+        # time-micros hold one day: a plain long of microseconds holds every value exactly
+        return "long"
     if root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
         return {"type": "long",
                 "logicalType": "timestamp-millis" if fsp <= 3 else "timestamp-micros"}
@@ -172,18 +173,13 @@ def _to_avro(type_: str) -> ToAvro | None:
         return base64.b64decode
     if root == "STRING":
         # DECIMAL beyond 38 digits is STRING in Flink CDC: its exact text
-        return lambda v: v if isinstance(v, str) else str(v)
+        return lambda v: (v if isinstance(v, str)
+                          else format(v, "f") if isinstance(v, Decimal) else str(v))
     if root == "DATE":
         return lambda v: date.fromisoformat(v).toordinal() - _EPOCH_DAY
     fsp = size or 0
     if root == "TIME":
-        def time_of_day(text: str) -> int:
-            us = _time_us(text)
-            if not 0 <= us < _DAY_US:
-                raise ValueError(f"TIME {text} is outside 00:00:00..23:59:59.999999, the "
-                                 "range of Avro's time-millis/time-micros")
-            return us // 1000 if fsp <= 3 else us
-        return time_of_day
+        return _time_us
     if root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
         if fsp <= 3:
             return lambda text: _timestamp_us(text) // 1000
@@ -219,8 +215,12 @@ def _to_json(type_: str) -> ToJson | None:
         return lambda d: d.isoformat()
     fsp = size or 0
     if root == "TIME":
-        def time_text(t: time) -> str:
-            return f"{t.hour:02d}:{t.minute:02d}:{t.second:02d}{_fraction(t.microsecond, fsp)}"
+        def time_text(us: int) -> str:
+            sign, us = ("-" if us < 0 else ""), abs(us)
+            seconds, fraction = divmod(us, 1_000_000)
+            minutes, second = divmod(seconds, 60)
+            hours, minute = divmod(minutes, 60)
+            return f"{sign}{hours:02d}:{minute:02d}:{second:02d}{_fraction(fraction, fsp)}"
         return time_text
     if root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
         zone = "Z" if root == "TIMESTAMP_LTZ" else ""

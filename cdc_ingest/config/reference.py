@@ -16,13 +16,13 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from cdc_ingest.config.avro_confluent import AvroConfluentOptions
 from cdc_ingest.config.durations import format_duration
 from cdc_ingest.config.ignored import IGNORED, NOTED
 from cdc_ingest.config.jdbc import JdbcPropertiesDef
 from cdc_ingest.config.kafka_sink import KafkaSinkDef
 from cdc_ingest.config.pipeline import PipelineOptions, RouteDef
 from cdc_ingest.config.problems import PASS_THROUGH_PREFIX
-from cdc_ingest.config.avro_confluent import AvroConfluentOptions
 from cdc_ingest.config.sink import UpsertKafkaSinkDef
 from cdc_ingest.config.source import MySqlSourceDef
 from cdc_ingest.config.transform import TransformDef
