@@ -13,7 +13,7 @@ for TIMESTAMP_LTZ(0..3)); never a truncated value. MySQL's TIME, a signed durati
 text is compact JSON in the order Java's ``Schema.toString()`` writes, so equal tables give
 equal text and equal schema ids.
 
-**Values**: :meth:`RowCodec.encode` takes the changelog's JSON form (changelog-format.md),
+**Values**: :meth:`RowCodec.encode` takes the changelog's JSON form (changelog-format.md);
 :meth:`RowCodec.to_json` gives it back (verify, watch): exact inverses, except a DECIMAL
 beyond 38 digits (Flink CDC's STRING: its text). What Avro cannot carry is refused
 (:class:`AvroValueError`): a null (a zero date) in a NOT NULL column.
@@ -24,12 +24,11 @@ then the Avro binary encoding of the record.
 
 from __future__ import annotations
 
-import base64
 import io
 import json
 import re
-from collections.abc import Callable, Sequence
-from datetime import UTC, date, datetime, timedelta
+from collections.abc import Sequence
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -37,7 +36,9 @@ import fastavro
 import msgspec
 import orjson
 
-from cdc_ingest.model.flink_types import shortest_float32, twos_complement, type_parts
+from cdc_ingest.change_events.avro_values import to_avro as _to_avro
+from cdc_ingest.change_events.avro_values import to_json as _to_json
+from cdc_ingest.model.flink_types import type_parts
 
 RECORD_NAME = "record"
 NAMESPACE = "org.apache.flink.avro.generated"
@@ -102,19 +103,57 @@ def avro_type(type_: str) -> Any:
     raise AvroTypeError(f"the type {type_} has no Avro mapping")
 
 
-def record_schema(columns: Sequence[tuple[str, str, bool]]) -> dict[str, Any]:
-    """The record schema of ``(name, Flink CDC type, nullable)`` columns, in their order."""
+Columns = Sequence[tuple[str, str, bool] | tuple[str, str, bool, str | None]]
+_NO_DEFAULT = object()
+
+
+def record_schema(columns: Columns) -> dict[str, Any]:
+    """The record schema of ``(name, Flink CDC type, nullable[, default as the DDL spells
+    it])`` columns, in their order. A column with a constant default gets it as the field's
+    default (first in its union), so a reader of this schema reads older messages, written
+    before the column was added, with the value MySQL gave the rows then; a nullable column
+    without one is Flink's ``["null", T]`` with default null."""
     fields: list[dict[str, Any]] = []
-    for name, type_, nullable in columns:
+    for name, type_, nullable, *more in columns:
         if not _NAME.match(name):
             raise AvroTypeError(
                 f"column {name!r} is not a valid Avro field name (letters, digits and _, not "
                 "starting with a digit)")
-        field: dict[str, Any] = {"name": name, "type": avro_type(type_)}
-        if nullable:
-            field = {"name": name, "type": ["null", field["type"]], "default": None}
+        kind = avro_type(type_)
+        default = _field_default(type_, kind, more[0]) if more else _NO_DEFAULT
+        field: dict[str, Any] = {"name": name, "type": kind}
+        if default is not _NO_DEFAULT:
+            field = {"name": name, "type": [kind, "null"] if nullable else kind,
+                     "default": default}
+        elif nullable:
+            field = {"name": name, "type": ["null", kind], "default": None}
         fields.append(field)
     return {"type": "record", "name": RECORD_NAME, "namespace": NAMESPACE, "fields": fields}
+
+
+def _field_default(type_: str, kind: Any, text: str | None) -> Any:
+    """A column default as an Avro field default (JSON), or ``_NO_DEFAULT`` where it is not
+    a constant this mapping can state exactly (CURRENT_TIMESTAMP, expressions, binary, SET,
+    TIMESTAMP_LTZ, which the session's time zone decides)."""
+    root = type_parts(type_)[0]
+    if text is None or root in ("BINARY", "VARBINARY", "BYTES", "TIMESTAMP_LTZ") or \
+            type_.startswith("ARRAY<") or (root != "STRING" and "(" in text) or \
+            (root == "TIMESTAMP" and not text[:1].isdigit()):
+        return _NO_DEFAULT
+    try:
+        if root == "BOOLEAN":
+            return {"1": True, "0": False}[text.lower().replace("true", "1")
+                                            .replace("false", "0")]
+        value: Any = text if root in ("CHAR", "VARCHAR", "STRING", "DATE", "TIME",
+                                      "TIMESTAMP") else decode_json(text.encode())
+        convert = _to_avro(type_)
+        value = convert(value) if convert is not None else value
+        if isinstance(value, bytes):  # a decimal: Avro states bytes as ISO-8859-1 text
+            return value.decode("latin-1")
+        return value if kind not in ("int", "long") or isinstance(value, int) \
+            else _NO_DEFAULT
+    except (ValueError, KeyError, ArithmeticError, TypeError, msgspec.DecodeError):
+        return _NO_DEFAULT
 
 
 def schema_text(schema: dict[str, Any]) -> str:
@@ -122,129 +161,16 @@ def schema_text(schema: dict[str, Any]) -> str:
     return json.dumps(schema, separators=(",", ":"))
 
 
-# -- values: JSON form -> Avro ----------------------------------------------------------
-
-ToAvro = Callable[[Any], Any]
-
-
-def _time_us(text: str) -> int:
-    """``[-]H:MM:SS[.f]`` -> microseconds (any sign, any hours)."""
-    negative = text.startswith("-")
-    hours, minutes, seconds = text.lstrip("-").split(":")
-    whole, _, fraction = seconds.partition(".")
-    us = ((int(hours) * 60 + int(minutes)) * 60 + int(whole)) * 1_000_000 + int(
-        (fraction + "000000")[:6])
-    return -us if negative else us
-
-
-def _timestamp_us(text: str) -> int:
-    """``YYYY-MM-DD HH:MM:SS[.f][Z]`` (the wall clock, or UTC with Z) -> microseconds from
-    1970-01-01 00:00:00."""
-    moment = datetime.fromisoformat(text[:-1] if text.endswith("Z") else text)
-    return (moment - _EPOCH) // timedelta(microseconds=1)
-
-
-def _decimal_bytes(precision: int, scale: int) -> ToAvro:
-    limit = 10 ** precision
-
-    def convert(value: Any) -> bytes:
-        number = Decimal(value)
-        unscaled = number.scaleb(scale)
-        if unscaled != unscaled.to_integral_value() or not -limit < unscaled < limit:
-            raise ValueError(f"{value} does not fit DECIMAL({precision}, {scale})")
-        return twos_complement(int(unscaled))
-    return convert
-
-
-def _to_avro(type_: str) -> ToAvro | None:
-    """The converter of a column's JSON-form value (decoded with :data:`decode_json`), None
-    where the value goes as it is."""
-    if type_.startswith("ARRAY<"):
-        inner = _to_avro(type_[6:-1])
-        if inner is None:
-            return None
-        return lambda items: [None if x is None else inner(x) for x in items]
-    root, size, scale = type_parts(type_)
-    if root in ("FLOAT", "DOUBLE"):
-        return float
-    if root == "DECIMAL":
-        return _decimal_bytes(size or 10, scale or 0)
-    if root in ("BINARY", "VARBINARY", "BYTES"):
-        return base64.b64decode
-    if root == "STRING":
-        # DECIMAL beyond 38 digits is STRING in Flink CDC: its exact text
-        return lambda v: (v if isinstance(v, str)
-                          else format(v, "f") if isinstance(v, Decimal) else str(v))
-    if root == "DATE":
-        return lambda v: date.fromisoformat(v).toordinal() - _EPOCH_DAY
-    fsp = size or 0
-    if root == "TIME":
-        return _time_us
-    if root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
-        if fsp <= 3:
-            return lambda text: _timestamp_us(text) // 1000
-        return _timestamp_us
-    return None
-
-
-# -- values: Avro -> JSON form ----------------------------------------------------------
-
-ToJson = Callable[[Any], Any]
-
-
-def _fraction(us: int, fsp: int) -> str:
-    return f".{us:06d}"[: fsp + 1] if fsp else ""
-
-
-def _to_json(type_: str) -> ToJson | None:
-    """The converter of a column's Avro value (as fastavro reads it, logical types applied)
-    back to the changelog's JSON form; None where it is the same."""
-    if type_.startswith("ARRAY<"):
-        inner = _to_json(type_[6:-1])
-        if inner is None:
-            return None
-        return lambda items: [None if x is None else inner(x) for x in items]
-    root, size, _ = type_parts(type_)
-    if root == "FLOAT":
-        return lambda x: orjson.Fragment(shortest_float32(x))
-    if root == "DECIMAL":
-        return lambda d: orjson.Fragment(format(d, "f"))
-    if root in ("BINARY", "VARBINARY", "BYTES"):
-        return lambda b: base64.b64encode(b).decode()
-    if root == "DATE":
-        return lambda d: d.isoformat()
-    fsp = size or 0
-    if root == "TIME":
-        def time_text(us: int) -> str:
-            sign, us = ("-" if us < 0 else ""), abs(us)
-            seconds, fraction = divmod(us, 1_000_000)
-            minutes, second = divmod(seconds, 60)
-            hours, minute = divmod(minutes, 60)
-            return f"{sign}{hours:02d}:{minute:02d}:{second:02d}{_fraction(fraction, fsp)}"
-        return time_text
-    if root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
-        zone = "Z" if root == "TIMESTAMP_LTZ" else ""
-
-        def stamp(moment: datetime) -> str:
-            moment = moment.astimezone(UTC)
-            return (f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d} "
-                    f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
-                    f"{_fraction(moment.microsecond, fsp)}{zone}")
-        return stamp
-    return None
-
-
 class RowCodec:
     """One record schema (a table layout's key or value columns): JSON form <-> Avro."""
 
-    def __init__(self, columns: Sequence[tuple[str, str, bool]]) -> None:
+    def __init__(self, columns: Columns) -> None:
         self.columns = tuple(columns)
         self.schema = record_schema(self.columns)
         self.text = schema_text(self.schema)
         self.parsed = fastavro.parse_schema(self.schema)
-        self._to_avro = [(name, _to_avro(type_), nullable)
-                         for name, type_, nullable in self.columns]
-        self._to_json = [(name, _to_json(type_)) for name, type_, _ in self.columns]
+        self._to_avro = [(c[0], _to_avro(c[1]), c[2]) for c in self.columns]
+        self._to_json = [(c[0], _to_json(c[1])) for c in self.columns]
 
     def datum(self, row: dict[str, Any]) -> dict[str, Any]:
         """A JSON-form row (:data:`decode_json`) as the record's Avro datum."""
@@ -284,11 +210,15 @@ class RowCodec:
         return fastavro.schemaless_reader(io.BytesIO(payload), writer or self.parsed,
                                           self.parsed)  # type: ignore[return-value]
 
-    def to_json(self, payload: bytes, writer: Any | None = None) -> bytes:
-        """An Avro payload as the JSON form's row object (the json format's value)."""
+    def to_json(self, payload: bytes, writer: Any | None = None,
+                numbers: frozenset[str] = frozenset()) -> bytes:
+        """An Avro payload as the JSON form's row object (the json format's value);
+        ``numbers``: STRING columns that hold a DECIMAL beyond 38 digits, a JSON number."""
         record = self.read(payload, writer)
         out: dict[str, Any] = {}
         for name, convert in self._to_json:
             value = record.get(name)
+            if name in numbers and isinstance(value, str):
+                value = orjson.Fragment(value)
             out[name] = value if value is None or convert is None else convert(value)
         return orjson.dumps(out)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+from cdc_ingest.change_events.avro_reader import AvroReader, shown
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.kafka import client_config
 from cdc_ingest.kafka.consumer import Message, follow_topics
 from cdc_ingest.mysql import connection_settings
 from cdc_ingest.verify.mysql import MySqlSide
-from cdc_ingest.verify.run import topics_of
+from cdc_ingest.verify.run import avro_reader, topics_of
 
 
 def sink_topics(defn: PipelineDef) -> list[str]:
@@ -21,13 +23,26 @@ def sink_topics(defn: PipelineDef) -> list[str]:
         mysql.close()
 
 
-def line(m: Message) -> str:
-    value = "null (tombstone: a delete)" if m.value is None else m.value.decode(
+def line(m: Message, avro: AvroReader | None = None) -> str:
+    """One message for a person; ``avro``: keys and values in avro-confluent, shown in the
+    JSON form (as a json topic holds them)."""
+    raw_key, raw_value = shown(avro, "key", m.key), shown(avro, "value", m.value)
+    value = "null (tombstone: a delete)" if raw_value is None else raw_value.decode(
         errors="replace")
-    key = m.key.decode(errors="replace") if m.key is not None else None
+    key = raw_key.decode(errors="replace") if raw_key is not None else None
     headers = {k: v.decode(errors="replace") for k, v in m.headers}
     return f"{m.topic} p{m.partition}@{m.offset} key={key} value={value}" + (
         f" headers={headers}" if headers else "")
+
+
+def _avro_reader(defn: PipelineDef, kafka: dict[str, Any]) -> AvroReader | None:
+    mysql = MySqlSide(connection_settings(defn.source), defn.source.connect_max_retries)
+    try:
+        tables = mysql.tables(defn.source.captures)
+        return avro_reader(defn, kafka, [mysql.shape(db, t, defn.key_columns_for(db, t))
+                                         for db, t in tables])
+    finally:
+        mysql.close()
 
 
 def watch_topics(defn: PipelineDef, topics: list[str], from_beginning: bool,
@@ -38,8 +53,10 @@ def watch_topics(defn: PipelineDef, topics: list[str], from_beginning: bool,
         return
     since = "from the beginning" if from_beginning else "new messages"
     echo(f"following {', '.join(chosen)} ({since}; Ctrl-C stops)")
+    kafka = client_config(defn.sink.properties)
+    avro = _avro_reader(defn, kafka)
     try:
-        for m in follow_topics(client_config(defn.sink.properties), chosen, from_beginning):
-            echo(line(m))
+        for m in follow_topics(kafka, chosen, from_beginning):
+            echo(line(m, avro))
     except KeyboardInterrupt:
         pass

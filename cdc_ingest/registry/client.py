@@ -144,17 +144,20 @@ class RegistryClient:
         return int(found["version"]), int(found["id"]), str(found["schema"])
 
     def compatibility(self, subject: str) -> str:
-        """The subject's compatibility level (its own, else the registry's)."""
+        """The compatibility level that applies to the subject: its own, else the
+        registry's (said so). Apicurio answers NONE for a subject without its own level
+        while the registry's applies: that reads as the registry's too."""
+        glob = str(self._call("GET", "/config").get("compatibilityLevel", "unknown"))
         try:
             found = self._call("GET", f"/config/{_quote(subject)}")
         except RegistryRefused as exc:
             if exc.status != 404:
                 raise
-            found = self._call("GET", "/config")
-        level = found.get("compatibilityLevel") or found.get("compatibility")
-        if not level:
-            level = self._call("GET", "/config").get("compatibilityLevel", "unknown")
-        return str(level)
+            found = {}
+        own = found.get("compatibilityLevel") or found.get("compatibility")
+        if own and (own != "NONE" or glob == "NONE"):
+            return str(own)
+        return f"{glob} (the registry's level; the subject has none of its own)"
 
     def schema(self, schema_id: int) -> str:
         """The schema text of an id."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,13 +71,6 @@ class AvroSettings:
     value_subject: str | None = None  # default <topic>-value
 
 
-# Changes of a field's Avro type that resolve (the registry accepts them) with the same
-# meaning: Avro's promotions. Anything else between two types of one field changes what
-# its values mean (decimal scale, millis vs micros, string vs bytes) or does not resolve.
-_PROMOTIONS = {("int", "long"), ("int", "float"), ("int", "double"), ("long", "float"),
-               ("long", "double"), ("float", "double")}
-
-
 def _plain(type_: Any) -> Any:
     """A field's type without its null branch."""
     if isinstance(type_, list):
@@ -85,9 +79,16 @@ def _plain(type_: Any) -> Any:
     return type_
 
 
+def _underlying(type_: Any) -> Any:
+    return type_.get("type") if isinstance(type_, dict) else type_
+
+
 def meaning_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """The fields of both record schemas whose values would mean something else read with
-    the other schema, as ``name: old -> new``."""
+    """The fields of both record schemas whose values a reader resolving one schema with
+    the other would take for something else, silently, as ``name: old -> new``: the same
+    underlying type with another logical meaning (a decimal's scale, millis vs micros, a
+    date vs an int), or ``string`` <-> ``bytes``. Changes readers cannot resolve at all
+    (``long`` -> ``int``) are the registry's to refuse under the subject's level."""
     before = {f["name"]: _plain(f["type"]) for f in old.get("fields", [])}
     found = []
     for field in new.get("fields", []):
@@ -95,14 +96,19 @@ def meaning_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         was = before.get(name)
         if was is None or was == now:
             continue
-        if isinstance(was, dict) and isinstance(now, dict) and was.get("logicalType") == \
-                now.get("logicalType") == "decimal" and was.get("scale") == now.get("scale") \
-                and now.get("precision", 0) >= was.get("precision", 0):
-            continue  # a wider decimal of the same scale
-        if (was, now) in _PROMOTIONS:
-            continue
-        found.append(f"{name}: {orjson.dumps(was).decode()} -> {orjson.dumps(now).decode()}")
+        kinds = {_underlying(was), _underlying(now)}
+        if kinds == {"string", "bytes"} or (len(kinds) == 1 and not _wider_decimal(was, now)):
+            found.append(f"{name}: {orjson.dumps(was).decode()} -> "
+                         f"{orjson.dumps(now).decode()}")
     return found
+
+
+def _wider_decimal(was: Any, now: Any) -> bool:
+    """A decimal of the same scale and more digits: the same values."""
+    return (isinstance(was, dict) and isinstance(now, dict)
+            and was.get("logicalType") == now.get("logicalType") == "decimal"
+            and was.get("scale") == now.get("scale")
+            and now.get("precision", 0) >= was.get("precision", 0))
 
 
 class _Registries:
@@ -142,7 +148,12 @@ class _Registries:
                   table: str, pos: str, key_free: bool) -> int:
         latest = client.latest(subject)
         if latest is not None:
-            version, _, text = latest
+            version, latest_id, text = latest
+            if text == codec.text:  # another task registered it since the lookup
+                return latest_id
+            again = client.lookup(subject, codec.text)
+            if again is not None:
+                return again
             if side == "key" and not key_free:
                 raise SinkError(
                     f"the key schema of {table} changed at binlog {pos}: subject {subject} "
@@ -161,7 +172,7 @@ class _Registries:
                     "was written under the new schema. Fix: write the table to a new topic "
                     "(a route), or change the column back")
         try:
-            schema_id = client.register(subject, codec.text)
+            schema_id = self._register_racing(client, subject, codec.text)
         except RegistryRefused as exc:
             if exc.status != 409:
                 raise
@@ -176,6 +187,24 @@ class _Registries:
         log.info("registered the %s schema of %s under subject %s: id %d", side, table,
                  subject, schema_id)
         return schema_id
+
+    @staticmethod
+    def _register_racing(client: RegistryClient, subject: str, text: str) -> int:
+        """Register; a 409 that is another task creating the subject at the same moment
+        (Apicurio: "already exists") is followed by the id that task registered."""
+        for attempt in range(5):
+            try:
+                return client.register(subject, text)
+            except RegistryRefused as exc:
+                if exc.status != 409:
+                    raise
+                found = client.lookup(subject, text)
+                if found is not None:
+                    return found
+                if "already exists" not in exc.message or attempt == 4:
+                    raise
+                time.sleep(0.2 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     def _ddl(self, table: str) -> str:
         """The table's last DDL, as the schema topic has it."""
@@ -267,8 +296,8 @@ class AvroSinkSerde(SinkSerde):
         try:
             key_codec = RowCodec([(k, str(typed[k]["type"]), False) for k in key_names]) \
                 if self._avro.key is not None else None
-            value_columns = [(str(c["name"]), str(c["type"]), bool(c["nullable"]))
-                             for c in columns
+            value_columns = [(str(c["name"]), str(c["type"]), bool(c["nullable"]),
+                              c.get("default")) for c in columns
                              if not (self._except_key and c["name"] in key_names)]
             value_codec = RowCodec(value_columns) if self._avro.value is not None else None
         except AvroTypeError as exc:

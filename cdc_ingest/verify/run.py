@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from typing import Any
 
 from cdc_ingest import exit_codes
 from cdc_ingest.change_events.address import EventAddress, event_options
+from cdc_ingest.change_events.avro_reader import AvroReader
 from cdc_ingest.config import PipelineDef
+from cdc_ingest.config.sink import UpsertKafkaSinkDef
 from cdc_ingest.errors import CdcIngestError, SourceError
 from cdc_ingest.kafka import client_config
 from cdc_ingest.mysql import connection_settings
@@ -92,7 +95,8 @@ def _check_topic(
     kafka = client_config(defn.sink.properties)
     events = event_address(defn)
     pinned = pinned_columns(defn, kafka)
-    latest = latest_values(kafka, topic, events=events is not None)
+    latest = latest_values(kafka, topic, events=events is not None,
+                           avro=avro_reader(defn, kafka, [shapes[name] for name in tables]))
     rules = {name: _rule(defn, name) for name in tables}
     soft = bool(tables) and all(r is not None and r.spec.soft_delete for r in rules.values())
     check = TopicCheck(topic, tuple(tables), latest, defn.sink.except_key, max_diffs, soft,
@@ -135,6 +139,30 @@ def _check_topic(
                     check.row(name, expected_key, shape.key, *projected,
                               ignored=rule.op_ts_columns)
     return check.finish()
+
+
+_BIG_DECIMAL = re.compile(r"^(?:decimal|numeric)\((\d+)")
+
+
+def avro_reader(defn: PipelineDef, kafka: dict[str, Any], shapes: list[TableShape]
+                ) -> AvroReader | None:
+    """With ``avro-confluent`` keys or values: what reads them back into the JSON form."""
+    sink = defn.sink
+    if not isinstance(sink, UpsertKafkaSinkDef):
+        return None
+    key = sink.key_avro_confluent if sink.avro_key else None
+    value = sink.value_avro_confluent if sink.avro_value else None
+    if key is None and value is None:
+        return None
+    numbers = {}  # DECIMAL beyond 38 digits: Avro holds its text, MySQL's side a number
+    for shape in shapes:
+        numbers[(shape.db, shape.table)] = frozenset(
+            c.name for c in shape.columns
+            if (m := _BIG_DECIMAL.match(c.column_type)) and int(m.group(1)) > 38)
+    return AvroReader(kafka, defn.pipeline.schema_topic,
+                      key.registry_config() if key is not None else None,
+                      value.registry_config() if value is not None else None,
+                      [(s.db, s.table) for s in shapes], numbers)
 
 
 def _rule(defn: PipelineDef, name: str) -> Rule | None:

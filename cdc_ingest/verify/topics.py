@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from cdc_ingest.change_events.avro_reader import AvroReader, AvroReadError
 from cdc_ingest.change_events.readback import row_image
 from cdc_ingest.kafka import TopicAdmin, read_topic
 from cdc_ingest.model.schema_topic import fold
@@ -32,12 +33,13 @@ def _as_is(value: bytes | None) -> bytes | None:
     return value
 
 
-def latest_values(kafka: dict[str, Any], topic: str,
-                  events: bool = False) -> dict[bytes, bytes] | None:
+def latest_values(kafka: dict[str, Any], topic: str, events: bool = False,
+                  avro: AvroReader | None = None) -> dict[bytes, bytes] | None:
     """Key -> last value of every committed message from the earliest offset; a tombstone
     removes its key. ``events`` (``sink.type: kafka``): the value is the row image of the
     key's last change event (``after``, canal's ``data[0]``), and a delete event removes
-    it. None when the topic does not exist."""
+    it. ``avro``: keys and values in avro-confluent, read back into the JSON form. None when
+    the topic does not exist."""
     if TopicAdmin(kafka).partitions(topic) is None:
         return None
     value_of = row_image if events else _as_is
@@ -45,8 +47,15 @@ def latest_values(kafka: dict[str, Any], topic: str,
     messages = 0
     for msg in read_topic(kafka, topic):
         messages += 1
-        key = canonical_key(msg.key)
-        value = value_of(msg.value)
+        raw_key, raw_value = msg.key, msg.value
+        if avro is not None:
+            try:
+                raw_key, raw_value = avro.key(raw_key), avro.value(raw_value)
+            except AvroReadError as exc:
+                raise AvroReadError(f"{topic} partition {msg.partition} offset {msg.offset}: "
+                                    f"{exc}") from None
+        key = canonical_key(raw_key)
+        value = value_of(raw_value)
         if value is None:
             latest.pop(key, None)
         else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import io
 import json
 import struct
 import urllib.request
@@ -17,6 +18,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import fastavro
+import pymysql
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
@@ -25,6 +28,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from tests.integration import server_oracle
 from tests.integration.flavors import MYSQL, Source
 from tests.integration.pipeline_helpers import (
+    cli,
     sink_topic,
     start_command,
     stop,
@@ -175,6 +179,83 @@ def test_all_types_in_avro_read_back_by_confluent_kafka_equal_the_server(
     assert not wrong, "\n".join(wrong)
     # the deleted row's key is a tombstone, after its insert
     assert any(m.value is None for m in messages)
+
+
+def _values(kafka: Any, topic: str) -> list[tuple[int, bytes]]:
+    """(value schema id, Avro payload) of every non-tombstone message, in offset order."""
+    return [(int.from_bytes(m.value[1:5], "big"), m.value[5:])
+            for m in sink_topic(kafka, topic) if m.value is not None]
+
+
+@pytest.mark.parametrize("source", ["mariadb"], indirect=True)
+def test_add_column_registers_a_version_both_read_and_a_narrowed_type_stops_clearly(
+        source: Source, kafka: Any, registry: Any, fresh_source_db: str,
+        tmp_path: Path) -> None:
+    db = fresh_source_db
+    conn = pymysql.connect(**source.admin, database=db, autocommit=True)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v BIGINT, amount DECIMAL(8,2))")
+        cur.executemany("INSERT INTO t VALUES (%s, 0, 1.25)", [(i,) for i in range(1, 11)])
+    config = write_pipeline(
+        tmp_path / "p.yaml", source, kafka, f"avro-add-{db}", f"{db}.t",
+        source={"scan.startup.mode": "initial", "capture.transaction.max-interval": "200ms"},
+        sink={"sink.delivery-guarantee": "exactly-once", **avro_sink(registry)})
+    topic, subject = f"{db}.t", f"{db}.t-value"
+    log = tmp_path / "start.log"
+    proc = start_command("start", config, log)
+    try:
+        wait_for(lambda: len(read_avro(kafka, registry, topic)[1]) == 10, timeout=180,
+                 what="the snapshot")
+        with conn.cursor() as cur:
+            cur.execute("ALTER TABLE t ADD COLUMN note VARCHAR(20) NOT NULL DEFAULT 'none', "
+                        "ADD COLUMN n INT NULL")
+            cur.execute("UPDATE t SET v = 1, note = 'changed' WHERE id <= 3")
+            cur.execute("INSERT INTO t (id, v) VALUES (11, 7)")
+        wait_for(lambda: len(read_avro(kafka, registry, topic)[1]) == 11, timeout=120,
+                 what="the rows after ADD COLUMN")
+        # a second version of the value subject; the key's stays one
+        assert registry_get(registry, f"/subjects/{subject}/versions") == [1, 2]
+        assert registry_get(registry, f"/subjects/{topic}-key/versions") == [1]
+        v1 = registry_get(registry, f"/subjects/{subject}/versions/1")
+        v2 = registry_get(registry, f"/subjects/{subject}/versions/2")
+        one = fastavro.parse_schema(json.loads(v1["schema"]))
+        two = fastavro.parse_schema(json.loads(v2["schema"]))
+        by_id = {v1["id"]: one, v2["id"]: two}
+        latest: dict[int, Any] = {}
+        for schema_id, payload in _values(kafka, topic):
+            # readers of either version read every message (Avro schema resolution)
+            for reader in (one, two):
+                record = fastavro.schemaless_reader(io.BytesIO(payload), by_id[schema_id],
+                                                    reader)
+                if reader is two:
+                    latest[record["id"]] = record
+                else:
+                    assert set(record) == {"id", "v", "amount"}
+        assert latest[4] == {"id": 4, "v": 0, "amount": Decimal("1.25"), "note": "none",
+                             "n": None}  # written before the ALTER: the column's default
+        assert latest[1]["note"] == "changed" and latest[11]["v"] == 7
+        report = cli("verify", "--config", str(config))
+        assert report.returncode == 0, report.stdout + report.stderr
+        assert "equal" in report.stdout, report.stdout
+
+        # BIGINT -> INT narrows v (long -> int): BACKWARD refuses it; the sink stops at the
+        # first row under it and writes nothing under a refused schema
+        before = len(_values(kafka, topic))
+        with conn.cursor() as cur:
+            cur.execute("ALTER TABLE t MODIFY v INT")
+            cur.execute("UPDATE t SET v = 2 WHERE id = 5")
+        code = proc.wait(timeout=180)
+    finally:
+        if proc.poll() is None:
+            stop(proc, timeout=60)
+    text = log.read_text()
+    assert code != 0, text[-3000:]
+    assert (f"the schema registry refused the new value schema of {db}.t" in text
+            and f"subject {subject} has compatibility level BACKWARD" in text
+            and "ALTER TABLE t MODIFY v INT" in text and "Nothing was written" in text
+            and "Fix:" in text), text[-5000:]
+    assert registry_get(registry, f"/subjects/{subject}/versions") == [1, 2]
+    assert len(_values(kafka, topic)) == before
 
 
 @pytest.mark.parametrize("source", ["mariadb"], indirect=True)

@@ -3,6 +3,7 @@ derivation, and the changelog's JSON form to Avro and back, value for value."""
 
 from __future__ import annotations
 
+import datetime
 import io
 import json
 from decimal import Decimal
@@ -20,6 +21,7 @@ from cdc_ingest.change_events.avro import (
     schema_text,
     unframe,
 )
+from cdc_ingest.sink.avro_serde import meaning_changes
 
 COLUMNS = [
     ("id", "INT", False), ("b", "BOOLEAN", True), ("ti", "TINYINT", True),
@@ -122,3 +124,48 @@ def test_confluent_framing() -> None:
     assert unframe(b"\x00\x00\x00\x01\x02x") == (258, b"x")
     with pytest.raises(ValueError, match="magic byte"):
         unframe(b'{"id":1}')
+
+
+def test_constant_defaults_become_field_defaults_so_older_messages_read_as_mysql_says() -> None:
+    # ALTER TABLE t ADD note VARCHAR(20) NOT NULL DEFAULT 'none', ADD n INT NULL,
+    #   ADD d DECIMAL(6,2) DEFAULT 1.50, ADD at DATETIME DEFAULT CURRENT_TIMESTAMP
+    old = RowCodec([("id", "INT", False, None)])
+    new = RowCodec([("id", "INT", False, None), ("note", "VARCHAR(20)", False, "none"),
+                    ("n", "INT", True, None), ("d", "DECIMAL(6, 2)", True, "1.50"),
+                    ("at", "TIMESTAMP(0)", True, "CURRENT_TIMESTAMP"),
+                    ("ok", "BOOLEAN", False, "1"), ("day", "DATE", True, "2024-01-31")])
+    fields = {f["name"]: f for f in new.schema["fields"]}
+    assert fields["note"] == {"name": "note", "type": "string", "default": "none"}
+    assert fields["n"] == {"name": "n", "type": ["null", "int"], "default": None}
+    assert fields["d"]["type"][1] == "null" and fields["d"]["default"] == "\x00\x96"  # 150
+    assert fields["at"]["default"] is None  # not a constant: Flink's null default
+    assert fields["ok"]["default"] is True and fields["day"]["default"] == 19753
+    # a reader of the new schema reads a message written before the ALTER
+    record = fastavro.schemaless_reader(io.BytesIO(old.encode({"id": 1})), old.parsed,
+                                        new.parsed)
+    # fastavro fills a default without its logical type (Java's Avro applies it): the
+    # decimal's unscaled bytes as the spec's ISO-8859-1 text, the date as its day number
+    assert record == {"id": 1, "note": "none", "n": None, "d": "\x00\x96", "at": None,
+                      "ok": True, "day": 19753}
+    assert int.from_bytes(record["d"].encode("latin-1"), "big", signed=True) == 150
+    assert datetime.date(1970, 1, 1) + datetime.timedelta(days=19753) == datetime.date(
+        2024, 1, 31)
+
+
+@pytest.mark.parametrize(("old", "new", "changed"), [
+    ('{"type":"bytes","logicalType":"decimal","precision":8,"scale":2}',
+     '{"type":"bytes","logicalType":"decimal","precision":8,"scale":3}', True),
+    ('{"type":"bytes","logicalType":"decimal","precision":8,"scale":2}',
+     '{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}', False),
+    ('{"type":"long","logicalType":"timestamp-millis"}',
+     '{"type":"long","logicalType":"timestamp-micros"}', True),
+    ('"string"', '"bytes"', True), ('"long"', '{"type":"long","logicalType":"timestamp-millis"}',
+                                    True),
+    ('"int"', '"long"', False), ('"long"', '"int"', False),  # registry's (409 under BACKWARD)
+    ('["null","int"]', '"int"', False), ('"string"', '"string"', False),
+])
+def test_changes_readers_would_silently_misread_are_found(old: str, new: str,
+                                                         changed: bool) -> None:
+    def schema(t: str) -> dict[str, object]:
+        return {"type": "record", "name": "r", "fields": [{"name": "x", "type": json.loads(t)}]}
+    assert bool(meaning_changes(schema(old), schema(new))) is changed
