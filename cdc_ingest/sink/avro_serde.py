@@ -182,8 +182,9 @@ class _Registries:
                 f"{pos} ({self._ddl(table)}): subject {subject} has compatibility level "
                 f"{level}, and the registry says: {exc.message[:400]}. Nothing was written "
                 "under it. Fix: make the change compatible (a new column nullable or with a "
-                f"default), or set the subject's level (PUT /config/{subject}) if its readers "
-                "can take it, or route the table to a new topic; then start again") from None
+                "default), or give the subject a level that takes it if its readers can (PUT "
+                f"/config/{subject}; a key that gains a column: FORWARD), or route the table "
+                "to a new topic; then start again") from None
         log.info("registered the %s schema of %s under subject %s: id %d", side, table,
                  subject, schema_id)
         return schema_id

@@ -49,7 +49,12 @@ class Cutover:
         self._tombstones = tombstones(settings, serde, ddl, ts_ms, 0, None)  # all: old keys
 
     def parts(self) -> Iterator[list[SinkMessage]]:
-        """The tombstones, then the rows under the new key, in slices; one transaction."""
+        """The tombstones, then the rows under the new key, in slices; one transaction.
+        The first row's messages are built before anything is yielded, so whatever they
+        need first (an Avro key schema registered, sink/avro_serde.py) is there, or has
+        failed, before a tombstone is sent: with at-least-once there is no transaction to
+        take the tombstones back."""
+        self._first_row()
         yield self._tombstones
         rows = 0
         out: list[SinkMessage] = []
@@ -72,6 +77,17 @@ class Cutover:
                  "under the new key written in one transaction (changelog partition %d, "
                  "offsets %d..%d)", ddl.db, ddl.table, ddl.pos, len(self._tombstones), rows,
                  self._partition, self._cut, self.last)
+
+    def _first_row(self) -> None:
+        for msg in follow_partition(self._settings.kafka, self._settings.changelog_topic,
+                                    self._partition, self._cut + 1):
+            if msg is None:
+                continue
+            if msg.offset >= self.last:
+                return
+            if msg.key is not None and msg.value is not None:
+                self._serde.add([], msg.key, msg.value)
+                return
 
     def _end(self) -> int:
         """The offset of the table's rekey-end record, once capture has committed it."""

@@ -179,6 +179,9 @@ def test_all_types_in_avro_read_back_by_confluent_kafka_equal_the_server(
     assert not wrong, "\n".join(wrong)
     # the deleted row's key is a tombstone, after its insert
     assert any(m.value is None for m in messages)
+    report = cli("verify", "--config", str(config))  # verify reads avro through the registry
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert "equal" in report.stdout, report.stdout
 
 
 def _values(kafka: Any, topic: str) -> list[tuple[int, bytes]]:
@@ -258,9 +261,72 @@ def test_add_column_registers_a_version_both_read_and_a_narrowed_type_stops_clea
     assert len(_values(kafka, topic)) == before
 
 
+def _put(registry: Any, path: str, body: dict[str, Any]) -> None:
+    request = urllib.request.Request(
+        registry.url + path, data=json.dumps(body).encode(), method="PUT",
+        headers={"Content-Type": "application/vnd.schemaregistry.v1+json"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert answer.status == 200
+
+
 @pytest.mark.parametrize("source", ["mariadb"], indirect=True)
-def test_avro_schema_is_flinks_and_a_key_schema_change_stops_clearly(
+def test_a_re_key_registers_the_new_key_schema_before_its_cut_over(
         source: Source, kafka: Any, registry: Any, fresh_source_db: str,
         tmp_path: Path) -> None:
-    del source, kafka, registry, fresh_source_db, tmp_path
-    pytest.skip("written in the next part of issue 34")
+    """A primary-key change re-keys the table in place (output-contract.md): the new key
+    schema adds a field without a default, which BACKWARD refuses. The sink stops before
+    anything of the cut-over is written (old keys live, no tombstone, even at-least-once),
+    naming the fix; with the key subject's level set to one that takes it, it goes on:
+    the old keys tombstoned, the rows under a second key version, verify equal."""
+    db = fresh_source_db
+    conn = pymysql.connect(**source.admin, database=db, autocommit=True)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE k (id INT PRIMARY KEY, k2 INT NOT NULL DEFAULT 0, v INT)")
+        cur.executemany("INSERT INTO k VALUES (%s, 0, %s)", [(i, i) for i in range(1, 7)])
+    config = write_pipeline(
+        tmp_path / "p.yaml", source, kafka, f"avro-rekey-{db}", f"{db}.k",
+        source={"scan.startup.mode": "initial", "capture.transaction.max-interval": "200ms"},
+        sink={"sink.delivery-guarantee": "at-least-once", **avro_sink(registry)},
+        pipeline={"schema.change.behavior": "evolve"})
+    topic, subject = f"{db}.k", f"{db}.k-key"
+    log = tmp_path / "start.log"
+    proc = start_command("start", config, log)
+    try:
+        wait_for(lambda: len(read_avro(kafka, registry, topic)[1]) == 6, timeout=180,
+                 what="the snapshot")
+        with conn.cursor() as cur:
+            cur.execute("ALTER TABLE k DROP PRIMARY KEY, ADD PRIMARY KEY (id, k2)")
+            cur.execute("UPDATE k SET v = 10 WHERE id = 1")
+        code = proc.wait(timeout=240)
+    finally:
+        if proc.poll() is None:
+            stop(proc, timeout=60)
+    text = log.read_text()
+    assert code != 0, text[-3000:]
+    assert (f"the schema registry refused the new key schema of {db}.k" in text
+            and "compatibility level BACKWARD" in text and f"PUT /config/{subject}" in text
+            ), text[-5000:]
+    messages, rows = read_avro(kafka, registry, topic)
+    assert all(m.value is not None for m in messages), "a tombstone of the refused cut-over"
+    assert sorted(k["id"] for k, v in rows.values() if v is not None) == [1, 2, 3, 4, 5, 6]
+
+    # a level that takes a key gaining a field (Apicurio reads NONE on a subject as "the
+    # registry's rule", BACKWARD here; FORWARD is the subject's own)
+    _put(registry, f"/config/{subject}", {"compatibility": "FORWARD"})
+    proc = start_command("start", config, tmp_path / "again.log")
+    try:
+        def re_keyed() -> bool:
+            live = [k for k, v in read_avro(kafka, registry, topic)[1].values()
+                    if v is not None]
+            return sorted(live, key=lambda k: k["id"]) == [
+                {"id": i, "k2": 0} for i in range(1, 7)]
+        wait_for(re_keyed, timeout=240, what="the table under its new key")
+        assert registry_get(registry, f"/subjects/{subject}/versions") == [1, 2]
+        messages, rows = read_avro(kafka, registry, topic)
+        assert {json.dumps(k, sort_keys=True) for k, v in rows.values() if v is None} == {
+            json.dumps({"id": i}) for i in range(1, 7)}  # every old key tombstoned
+        assert rows[json.dumps({"id": 1, "k2": 0}, sort_keys=True)][1]["v"] == 10
+        report = cli("verify", "--config", str(config))
+        assert report.returncode == 0, report.stdout + report.stderr
+    finally:
+        assert stop(proc, timeout=60) == 0
