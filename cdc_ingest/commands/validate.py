@@ -3,15 +3,49 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from cdc_ingest.capture.options import capture_options
 from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.commands.preflight import Check, mysql_checks
-from cdc_ingest.config import load_pipeline
+from cdc_ingest.config import PipelineDef, load_pipeline
+from cdc_ingest.config.sink import UpsertKafkaSinkDef
 from cdc_ingest.errors import CdcIngestError, ConfigError
 from cdc_ingest.kafka.admin import transactions_usable
 from cdc_ingest.model import Position
+from cdc_ingest.registry import RegistryClient, RegistryConfig, RegistryError
+
+
+def registry_checks(defn: PipelineDef) -> list[Check]:
+    """``avro-confluent``: each registry reachable, with the credentials given, once."""
+    sink = defn.sink
+    if not isinstance(sink, UpsertKafkaSinkDef):
+        return []
+    sides = [(side, options) for side, on, options in
+             (("key", sink.avro_key, sink.key_avro_confluent),
+              ("value", sink.avro_value, sink.value_avro_confluent)) if on and options]
+    checks: list[Check] = []
+    asked: dict[RegistryConfig, Check] = {}
+    for side, options in sides:
+        config = replace(options.registry_config(), retry_seconds=0.0)
+        found = asked.get(config)
+        if found is None:
+            client = RegistryClient(config)
+            try:
+                client.ping()
+                level = client.compatibility("")
+                found = Check(f"schema registry ({side})", True,
+                              f"{config.shown_url} reachable, compatibility level {level}")
+            except RegistryError as exc:
+                found = Check(f"schema registry ({side})", False, str(exc),
+                              f"check {side}.avro-confluent.url and its credentials "
+                              "(basic-auth.*, bearer-auth.*, ssl.*)")
+            asked[config] = found
+        else:
+            found = replace(found, name=f"schema registry ({side})")
+        checks.append(found)
+    return checks
 
 
 def run_validate(config_path: Path, echo: Callable[[str], None]) -> bool:
@@ -37,6 +71,7 @@ def run_validate(config_path: Path, echo: Callable[[str], None]) -> bool:
             "broker needs transaction.state.log.replication.factor <= its broker count",
         )
     )
+    checks.extend(registry_checks(defn))
     positions: list[tuple[str, Position]] = []
     if kafka_problem is None:
         try:

@@ -148,6 +148,8 @@ class RegistryClient:
         registry's (said so). Apicurio answers NONE for a subject without its own level
         while the registry's applies: that reads as the registry's too."""
         glob = str(self._call("GET", "/config").get("compatibilityLevel", "unknown"))
+        if not subject:
+            return glob
         try:
             found = self._call("GET", f"/config/{_quote(subject)}")
         except RegistryRefused as exc:
@@ -180,10 +182,10 @@ class RegistryClient:
             problem = self._once(method, url, data)
             if not isinstance(problem, str):
                 return problem
-            if time.monotonic() + wait > deadline:
+            if time.monotonic() + wait > deadline or self.config.retry_seconds <= 0:
                 raise RegistryUnavailable(
-                    f"schema registry {self.config.shown_url}: {method} {path} failed for "
-                    f"{self.config.retry_seconds:.0f}s ({attempt} attempts), last: {problem}. "
+                    f"schema registry {self.config.shown_url}: {method} {path} failed "
+                    f"({attempt} attempt(s) in {self.config.retry_seconds:.0f}s): {problem}. "
                     "Fix: start the registry or correct the avro-confluent.url option; "
                     "nothing was written without its schema")
             log.warning("schema registry %s: %s %s: %s; retrying in %.1fs",

@@ -159,10 +159,11 @@ class _Registries:
                     f"the key schema of {table} changed at binlog {pos}: subject {subject} "
                     f"holds version {version} {text}, the rows now need {codec.text}. The "
                     "schema id is part of every key's bytes, so the table's old messages "
-                    "would stay live beside the new ones (phantom rows after compaction). "
-                    f"Fix: snapshot the table again (cdc-ingest snapshot --table {table}), "
-                    "which tombstones its keys first, then start again; or give the topic's "
-                    "key subject up with a new pipeline")
+                    "would stay live beside the new ones (phantom rows after compaction); "
+                    "only a key-column change re-keys a table in place, not a key column's "
+                    "type. Nothing was written under the new key schema. Fix: start a new "
+                    "pipeline (a new pipeline.name, which snapshots the table again) writing "
+                    "the table to a new topic (a route), or to this topic after deleting it")
             changed = meaning_changes(orjson.loads(text), codec.schema)
             if changed:
                 raise SinkError(

@@ -330,3 +330,32 @@ def test_a_re_key_registers_the_new_key_schema_before_its_cut_over(
         assert report.returncode == 0, report.stdout + report.stderr
     finally:
         assert stop(proc, timeout=60) == 0
+
+
+@pytest.mark.parametrize("source", ["mariadb"], indirect=True)
+def test_validate_reaches_the_registry_and_names_what_is_wrong(
+        source: Source, kafka: Any, registry: Any, fresh_source_db: str,
+        tmp_path: Path) -> None:
+    db = fresh_source_db
+    with pymysql.connect(**source.admin, database=db, autocommit=True) as conn, \
+            conn.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+    good = write_pipeline(tmp_path / "good.yaml", source, kafka, f"avro-ok-{db}", f"{db}.t",
+                          sink=avro_sink(registry))
+    result = cli("validate", "--config", str(good))
+    assert result.returncode == 0, result.stdout + result.stderr
+    for side in ("key", "value"):
+        assert (f"[ok  ] schema registry ({side}): {registry.url} reachable, compatibility "
+                "level BACKWARD") in result.stdout, result.stdout
+    # nothing listens there; the user info must not be shown
+    down = registry.url.replace(f":{registry.port}/", ":9/")
+    bad = write_pipeline(tmp_path / "bad.yaml", source, kafka, f"avro-bad-{db}", f"{db}.t",
+                         sink={**avro_sink(registry), "value.avro-confluent.url":
+                               down.replace("http://", "http://bob:s3cret@")})
+    result = cli("validate", "--config", str(bad))
+    out = result.stdout + result.stderr
+    assert result.returncode == 4, out
+    assert "[ok  ] schema registry (key)" in out, out
+    assert f"[FAIL] schema registry (value): schema registry {down}: GET /config failed" \
+        in out, out
+    assert "s3cret" not in out and "bob" not in out
