@@ -274,8 +274,8 @@ class AvroSinkSerde(SinkSerde):
                 raise SinkError(
                     f"a change of {name} at binlog {record.pos} (key {bytes(record.pk)!r}) "
                     f"cannot be written in Avro: {exc}. Nothing of it was written. Fix: "
-                    "change the row (or the column: NULL allowed) at the source, or write the "
-                    "table as json") from None
+                    "change the row (or make the column nullable) at the source, or use json "
+                    "values") from None
             out.append((topic, sink_key, body, headers, ts, name))
         return ts
 
