@@ -211,11 +211,14 @@ def status(config_path: Path, as_json: bool, wait_s: float | None) -> None:
 
 @cli.command()
 @click.option("--no-wait", is_flag=True, help="stop after showing the results")
-def demo(no_wait: bool) -> None:
+@click.option("--format", "fmt", type=click.Choice(["json", "avro-confluent"]), default="json",
+              show_default=True, help="key and value format; avro-confluent also starts a "
+              "local Schema Registry")
+def demo(no_wait: bool, fmt: str) -> None:
     """The quick start: local MariaDB and Kafka, a sample shop, the pipeline, live changes."""
     from cdc_ingest.commands.demo import main as demo_main
 
-    demo_main(["--no-wait"] if no_wait else [])
+    demo_main(["--no-wait"] * no_wait + ["--format", fmt])
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -3,9 +3,10 @@
 Starts the project's local MariaDB and Kafka (unless already running), creates a sample
 ``shop`` schema and puts its rows back as at the first run (so every run's live changes
 change something), runs ``cdc-ingest start`` with ``routes/shop-demo.yaml`` (snapshot, then
-the binlog), waits with ``status --wait-caught-up``, makes a few live changes, runs
-``verify --wait`` and shows what this run's changes wrote to Kafka (keys, values, headers, a
-tombstone), then keeps the pipeline running until Ctrl-C, which stops everything the demo
+the binlog; ``--format avro-confluent``: ``routes/shop-demo-avro.yaml`` and a local Schema
+Registry, Avro keys and values), waits with ``status --wait-caught-up``, makes a few live
+changes, runs ``verify --wait`` and shows what this run's changes wrote to Kafka (keys, values,
+headers, a tombstone), then keeps the pipeline running until Ctrl-C, which stops everything the demo
 started, printing the commands to look at it meanwhile.
 """
 
@@ -23,9 +24,13 @@ from typing import Any
 import click
 import pymysql
 
+from cdc_ingest.change_events.avro_reader import AvroReader, shown
+from cdc_ingest.config import load_pipeline
 from cdc_ingest.errors import CdcIngestError
 from cdc_ingest.kafka import read_topic
-from cdc_ingest.services import KafkaBroker, MariaDB, cache_dir
+from cdc_ingest.services import KafkaBroker, MariaDB, SchemaRegistry, cache_dir
+from cdc_ingest.verify.mysql import TableShape
+from cdc_ingest.verify.run import avro_reader
 
 
 def _route(name: str) -> Path:
@@ -39,7 +44,11 @@ def _route(name: str) -> Path:
 
 ROUTE = _route("shop-demo.yaml")
 TOPICS = ("shop.orders.v1", "shop.customers")
-# what routes/shop-demo.yaml reads from the environment
+# --format avro-confluent: Avro keys and values, a local Schema Registry, topics of their own
+AVRO_ROUTE = _route("shop-demo-avro.yaml")
+AVRO_TOPICS = ("shop-avro.orders.v1", "shop-avro.customers")
+FORMATS = ("json", "avro-confluent")
+# what routes/shop-demo*.yaml read from the environment
 DEMO_ENV = ("MYSQL_PORT", "MYSQL_USER", "MYSQL_PASSWORD", "KAFKA_BOOTSTRAP",
             "CDC_INGEST_DEMO_STATE")
 
@@ -89,66 +98,87 @@ def _ends(kafka: KafkaBroker, topic: str) -> dict[int, int]:
     return ends
 
 
-def _show(kafka: KafkaBroker, topic: str, after: dict[int, int]) -> None:
-    """The messages of ``topic`` past ``after`` (this run's)."""
+def _show(kafka: KafkaBroker, topic: str, after: dict[int, int],
+          avro: AvroReader | None) -> None:
+    """The messages of ``topic`` past ``after`` (this run's); Avro ones decoded."""
     for m in read_topic({"bootstrap.servers": kafka.bootstrap}, topic):
         if m.offset < after.get(m.partition, 0):
             continue
-        value = "null  <- tombstone (a delete)" if m.value is None else m.value.decode()
+        key, value = shown(avro, "key", m.key), shown(avro, "value", m.value)
+        text = "null  <- tombstone (a delete)" if value is None else value.decode()
         headers = {k: v.decode() for k, v in m.headers}
-        click.echo(f"  {topic} p{m.partition} key={m.key.decode() if m.key else None} "
-                   f"value={value} headers={headers}")
+        framed = "  (Avro, shown decoded)" if avro is not None else ""
+        click.echo(f"  {topic} p{m.partition} key={key.decode() if key else None} "
+                   f"value={text} headers={headers}{framed}")
 
 
-def _cli(env: dict[str, str], *args: str) -> int:
+def _cli(env: dict[str, str], route: Path, *args: str) -> int:
     return subprocess.run([sys.executable, "-m", "cdc_ingest.cli", *args, "--config",
-                           str(ROUTE)], env=env, check=False).returncode
+                           str(route)], env=env, check=False).returncode
 
 
-def run_demo(wait: bool = True) -> None:
+def _avro_reader(route: Path, env: dict[str, str], kafka: KafkaBroker) -> AvroReader | None:
+    os.environ.update({k: env[k] for k in (*DEMO_ENV, "SCHEMA_REGISTRY_URL")})
+    defn = load_pipeline(route)
+    return avro_reader(defn, {"bootstrap.servers": kafka.bootstrap},
+                       [TableShape("shop", t, (), ()) for t in ("orders", "customers")])
+
+
+def run_demo(wait: bool = True, fmt: str = "json") -> None:
     home = cache_dir() / "demo"
+    avro = fmt == "avro-confluent"
+    route, topics = (AVRO_ROUTE, AVRO_TOPICS) if avro else (ROUTE, TOPICS)
     mysql, kafka = MariaDB(home / "mariadb"), KafkaBroker(home / "kafka")
-    started = [s for s in (mysql, kafka) if not s.is_running()]
-    _say("starting local MariaDB and Kafka (first run also downloads Kafka's jars)")
-    for server in (mysql, kafka):
+    servers: list[Any] = [mysql, kafka]
+    registry = SchemaRegistry(home / "registry") if avro else None
+    if registry is not None:
+        servers.append(registry)
+    started = [s for s in servers if not s.is_running()]
+    _say("starting local MariaDB and Kafka" + (" and a Schema Registry" if avro else "")
+         + " (first run also downloads their jars)")
+    for server in servers:
         server.start()
     env = {**os.environ, "MYSQL_PORT": str(mysql.port), "MYSQL_USER": mysql.cdc["user"],
            "MYSQL_PASSWORD": mysql.cdc["password"], "KAFKA_BOOTSTRAP": kafka.bootstrap,
            "CDC_INGEST_DEMO_STATE": str(home / "state")}
+    if registry is not None:
+        env["SCHEMA_REGISTRY_URL"] = registry.url
     proc: subprocess.Popen[bytes] | None = None
     try:
         _say("sample schema `shop`, its rows as at the first run")
         _sql(mysql, SCHEMA + ROWS)
-        _say(f"cdc-ingest start --config {ROUTE}")
+        _say(f"cdc-ingest start --config {route}")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "cdc_ingest.cli", "start", "--config", str(ROUTE)],
+            [sys.executable, "-m", "cdc_ingest.cli", "start", "--config", str(route)],
             env=env, stdout=(home / "pipeline.log").open("ab"), stderr=subprocess.STDOUT,
         )
         click.echo(f"  (its log: {home / 'pipeline.log'})")
         _say("cdc-ingest status --wait-caught-up: until the rows are in Kafka (Spark starts "
              "in ~15-30 s)")
-        if _cli(env, "status", "--wait-caught-up", "300") != 0:
+        if _cli(env, route, "status", "--wait-caught-up", "300") != 0:
             raise CdcIngestError(f"demo: the pipeline did not catch up; see {home}/pipeline.log")
-        before = {t: _ends(kafka, t) for t in TOPICS}
+        before = {t: _ends(kafka, t) for t in topics}
         _say("live changes: insert order 2001, ship 1001, delete 1003, rename customer 2")
         _sql(mysql, LIVE)
         _say("cdc-ingest verify --wait: the topics against MySQL, once the changes are in")
-        code = _cli(env, "verify", "--wait", "180")
+        code = _cli(env, route, "verify", "--wait", "180")
         _say("what this run's changes wrote (read_committed): keys, values, headers")
-        for topic in TOPICS:
-            _show(kafka, topic, before[topic])
+        reader = _avro_reader(route, env, kafka) if avro else None
+        for topic in topics:
+            _show(kafka, topic, before[topic], reader)
         if code != 0:
             raise CdcIngestError(f"demo: verify found differences; see {home}/pipeline.log")
         if wait:
             _say("the pipeline keeps running; Ctrl-C stops everything the demo started. In "
                  "another shell:")
-            exports = " ".join(f"{k}={env[k]}" for k in DEMO_ENV)
+            exports = " ".join(f"{k}={env[k]}" for k in DEMO_ENV
+                               + (("SCHEMA_REGISTRY_URL",) if avro else ()))
             click.echo(f"  export {exports}\n"
                        f"  mariadb -h127.0.0.1 -P{mysql.port} -uroot -proot shop  "
                        "# change rows\n"
-                       f"  cdc-ingest watch --config {ROUTE}   # follow the topics\n"
-                       f"  cdc-ingest status --config {ROUTE}  # positions and lag\n"
-                       f"  cdc-ingest verify --config {ROUTE}  # topics against MySQL\n"
+                       f"  cdc-ingest watch --config {route}   # follow the topics\n"
+                       f"  cdc-ingest status --config {route}  # positions and lag\n"
+                       f"  cdc-ingest verify --config {route}  # topics against MySQL\n"
                        f"  python -m cdc_ingest.services status all --home {home}")
             while True:
                 time.sleep(1)
@@ -171,7 +201,8 @@ def main(argv: list[str] | None = None) -> Any:
     args = sys.argv[1:] if argv is None else argv
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)  # also when started with SIGINT ignored
-    run_demo(wait="--no-wait" not in args)
+    fmt = args[args.index("--format") + 1] if "--format" in args else "json"
+    run_demo(wait="--no-wait" not in args, fmt=fmt)
 
 
 if __name__ == "__main__":
