@@ -7,12 +7,12 @@ what is written."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, PlainSerializer, PlainValidator, SecretStr
 
-from cdc_ingest.config.problems import Found
-from cdc_ingest.config.types import ConfigModel
+from cdc_ingest.config.problems import Found, problem
+from cdc_ingest.config.types import ConfigModel, MaskedDict, is_secret_property
 from cdc_ingest.registry import RegistryConfig
 
 PREFIX = "avro-confluent."
@@ -22,6 +22,22 @@ FALLBACK = {"schema-registry.url": "url", "schema-registry.subject": "subject",
             "schema-registry.schema": "schema"}
 BASIC_SOURCES = ("USER_INFO", "URL")
 BEARER_SOURCES = ("STATIC_TOKEN",)
+
+
+def _client_properties(value: Any) -> MaskedDict:
+    if not isinstance(value, dict):
+        raise problem("must be a mapping of client properties",
+                      "write avro-confluent.properties.<property>: value")
+    return MaskedDict({str(k): str(v) for k, v in value.items()})
+
+
+def _masked(props: MaskedDict) -> dict[str, str]:
+    return {k: "**********" if is_secret_property(k) else v for k, v in props.items()}
+
+
+# secret values masked in repr and in a JSON dump
+ClientProperties = Annotated[MaskedDict, PlainValidator(_client_properties),
+                             PlainSerializer(_masked, when_used="json")]
 
 
 class AvroConfluentOptions(ConfigModel):
@@ -55,17 +71,10 @@ class AvroConfluentOptions(ConfigModel):
         description="the client certificate and its private key (PEM) for mutual TLS")
     ssl_keystore_password: SecretStr | None = Field(
         None, alias="ssl.keystore.password", description="the private key's password")
-    properties: dict[str, str] = Field(
-        {}, description="`avro-confluent.properties.<k>`: Confluent client properties; "
+    properties: ClientProperties = Field(
+        MaskedDict(), description="`avro-confluent.properties.<k>`: Confluent client properties; "
         "`basic.auth.user.info`, `bearer.auth.token`, `schema.registry.ssl.*` are read as the "
         "options above (which win)")
-
-    @field_validator("properties", mode="before")
-    @classmethod
-    def _texts(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return {str(k): str(v) for k, v in value.items()}
-        return value
 
     def registry_config(self) -> RegistryConfig:
         props = self.properties

@@ -28,7 +28,7 @@ def child_path(path: str, key: Any) -> str:
 
 
 # options whose value is a secret: a default for them would be a secret in the file
-_SECRET_WORDS = ("password", "secret", "token", "sasl.jaas", "key")
+_SECRET_WORDS = ("password", "secret", "token", "sasl.jaas", "key", "user-info", "user.info")
 
 
 @dataclass

@@ -17,7 +17,8 @@ V = TypeVar("V")
 
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 _SAFE_ID = re.compile(r"[A-Za-z0-9._-]{1,200}")
-_SECRET_MARKERS = ("password", "secret", "jaas", "token", "credential", "key.pem", "keystore.key")
+_SECRET_MARKERS = ("password", "secret", "jaas", "token", "credential", "key.pem", "keystore.key",
+                   "user.info", "user-info")
 
 
 class ConfigModel(BaseModel):

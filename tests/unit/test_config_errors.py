@@ -211,6 +211,18 @@ def test_avro_confluent_options_without_prefix_set_key_and_value() -> None:
     assert "pw" not in repr(value.registry_config()) and "pw" not in repr(defn)
 
 
+def test_avro_confluent_client_properties_are_masked_and_read_as_options() -> None:
+    defn = parse_pipeline(yaml.safe_dump(minimal(sink={
+        "key.format": "avro-confluent", "value.format": "avro-confluent",
+        "avro-confluent.url": "http://a:8081",
+        "avro-confluent.properties.basic.auth.user.info": "u:sekrit",
+        "avro-confluent.properties.bearer.auth.token": "tok3n"})), {})
+    shown = repr(defn) + defn.model_dump_json()
+    assert "sekrit" not in shown and "tok3n" not in shown
+    config = defn.sink.key_avro_confluent.registry_config()
+    assert (config.user_info, config.bearer_token) == ("u:sekrit", "tok3n")
+
+
 def test_a_pipeline_name_is_free_text_and_its_id_a_safe_spelling_of_it() -> None:
     defn = parse_pipeline(yaml.safe_dump(minimal(pipeline={"name": "MySQL to Kafka Pipeline"})),
                           {})
