@@ -1,4 +1,7 @@
-"""SIGKILL capture and two sinks (exactly-once, at-least-once) at random moments."""
+"""SIGKILL capture and two sinks (exactly-once, at-least-once) at random moments, with the
+sinks' keys and values in each format: ``json``, and ``avro-confluent`` with a real Schema
+Registry (read back through the registry by confluent-kafka's own ``AvroDeserializer``, every
+message's framing and schema ids checked)."""
 
 from __future__ import annotations
 
@@ -9,8 +12,16 @@ import shutil
 import signal
 import threading
 import time
+import urllib.error
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import orjson
+import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.serialization import MessageField, SerializationContext
 
 from tests.integration.flavors import Source
 from tests.integration.pipeline_helpers import (
@@ -23,17 +34,88 @@ from tests.integration.pipeline_helpers import (
     wait_for,
     write_pipeline,
 )
+from tests.integration.test_avro_sink import avro_sink, registry_get
 from tests.integration.workload import Workload
 
+# a message's (key as the workload writes it, e.g. '{"id":7}'; its v, None for a tombstone)
+Decoded = tuple[str, int | None]
 
-def _sequences(kafka: Any, topics: dict[str, str]) -> dict[tuple[str, str], list[int | None]]:
-    """(table, key) -> the v of each message in offset order (None for a tombstone)."""
-    out: dict[tuple[str, str], list[int | None]] = {}
-    for table, topic in topics.items():
-        for m in sink_topic(kafka, topic):
-            v = None if m.value is None else int(m.value.split(b'"v":')[1].split(b",")[0])
-            out.setdefault((table, m.key.decode()), []).append(v)
-    return out
+
+def _json_message(topic: str, m: Any) -> Decoded:
+    del topic
+    return m.key.decode(), (None if m.value is None
+                            else int(m.value.split(b'"v":')[1].split(b",")[0]))
+
+
+class _AvroMessages:
+    """Decodes avro-confluent messages through the registry with confluent-kafka's own
+    ``AvroDeserializer`` (not cdc-ingest's code), first checking each key's and value's
+    framing: magic byte 0 and a schema id the registry knows (``GET /schemas/ids/{id}``)
+    that is a registered version of the message's subject (``<topic>-key`` /
+    ``<topic>-value``)."""
+
+    def __init__(self, registry: Any) -> None:
+        self.registry = registry
+        self.deserialize = AvroDeserializer(SchemaRegistryClient({"url": registry.url}))
+        self.known: dict[int, bool] = {}  # schema id -> the registry knows it
+        self.subject_ids: dict[str, set[int]] = {}
+
+    def _check_framing(self, subject: str, data: bytes, where: str) -> None:
+        assert data[:1] == b"\x00" and len(data) > 5, f"{where}: not framed: {data[:8]!r}"
+        schema_id = int.from_bytes(data[1:5], "big")
+        if schema_id not in self.known:
+            try:
+                found = registry_get(self.registry, f"/schemas/ids/{schema_id}")
+            except urllib.error.HTTPError as exc:
+                found = {"error": exc.code}
+            self.known[schema_id] = "schema" in found
+        assert self.known[schema_id], f"{where}: schema id {schema_id} unknown to the registry"
+        if schema_id not in self.subject_ids.get(subject, set()):
+            self.subject_ids[subject] = {
+                registry_get(self.registry, f"/subjects/{subject}/versions/{version}")["id"]
+                for version in registry_get(self.registry, f"/subjects/{subject}/versions")}
+        assert schema_id in self.subject_ids[subject], (
+            f"{where}: schema id {schema_id} is none of {subject}'s "
+            f"{sorted(self.subject_ids[subject])}")
+
+    def __call__(self, topic: str, m: Any) -> Decoded:
+        where = f"{topic} partition {m.partition} offset {m.offset}"
+        self._check_framing(f"{topic}-key", m.key, where + " key")
+        key = self.deserialize(m.key, SerializationContext(topic, MessageField.KEY))
+        if m.value is None:
+            return orjson.dumps(key).decode(), None
+        self._check_framing(f"{topic}-value", m.value, where + " value")
+        value = self.deserialize(m.value, SerializationContext(topic, MessageField.VALUE))
+        assert isinstance(value, dict) and isinstance(value["v"], int), (where, value)
+        return orjson.dumps(key).decode(), value["v"]
+
+
+class _Reader:
+    """Sink topics as (table, key) -> the v of each message in offset order (None for a
+    tombstone). Each message is decoded once, when first read (the waits poll the topics):
+    a committed message at an offset never changes."""
+
+    def __init__(self, kafka: Any, decode: Callable[[str, Any], Decoded]) -> None:
+        self.kafka = kafka
+        self.decode = decode
+        self.seen: dict[tuple[str, int, int], Decoded] = {}
+
+    def sequences(self, topics: dict[str, str]) -> dict[tuple[str, str], list[int | None]]:
+        out: dict[tuple[str, str], list[int | None]] = {}
+        for table, topic in topics.items():
+            for m in sink_topic(self.kafka, topic):
+                at = (topic, m.partition, m.offset)
+                if at not in self.seen:
+                    self.seen[at] = self.decode(topic, m)
+                key, v = self.seen[at]
+                out.setdefault((table, key), []).append(v)
+        return out
+
+    def offsets(self, topics: dict[str, str], table: str, key: str) -> list[str]:
+        """Where the messages of a key are (topic/partition@offset), for a failure."""
+        return [f"{topic}/{partition}@{offset}"
+                for (topic, partition, offset), (k, _) in self.seen.items()
+                if topic == topics[table] and k == key]
 
 
 def _expected(workload: Workload) -> dict[tuple[str, str], list[int | None]]:
@@ -65,11 +147,25 @@ def _is_subsequence(needle: list[Any], haystack: list[Any]) -> bool:
     return all(any(x == y for y in it) for x in needle)
 
 
+@pytest.mark.parametrize(("source", "fmt"), [
+    ("mariadb", "json"), ("mysql", "json"),
+    # the sinks read the same changelog from either server: avro on one, for the suite's
+    # time (each run takes 3-5 min, mostly the six kills' Spark restarts)
+    ("mariadb", "avro-confluent"),
+], indirect=["source"])
 def test_kills_lose_nothing_and_exactly_once_duplicates_nothing(
-    source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
+    source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path, fmt: str,
+    request: pytest.FixtureRequest,
 ) -> None:
     seed = int(os.environ.get("CDC_INGEST_TEST_SEED", random.randrange(1 << 30)))
-    print(f"workload seed {seed}")
+    print(f"workload seed {seed}, {fmt}")
+    if fmt == "json":
+        formats: dict[str, Any] = {}
+        reader = _Reader(kafka, _json_message)
+    else:  # both sinks write avro keys and values; the registry starts only for these
+        registry = request.getfixturevalue("registry")
+        formats = avro_sink(registry)
+        reader = _Reader(kafka, _AvroMessages(registry))
     rng = random.Random(seed)
     db = fresh_source_db
     # paced so that writes go on across the kills and sink restarts (Spark takes ~20 s)
@@ -83,14 +179,16 @@ def test_kills_lose_nothing_and_exactly_once_duplicates_nothing(
                 "scan.startup.specific-offset.gtid-set": gtid_now(source),
                 "capture.transaction.max-rows": 500,
                 "capture.transaction.max-interval": "300ms"},
-        sink={"sink.delivery-guarantee": "exactly-once"},
+        sink={"sink.delivery-guarantee": "exactly-once", **formats},
         routes=[{"source-table": rf"{db}.ka", "sink-table": eos_topics["ka"]}],
     )
-    # a second sink on the same changelog, at-least-once
+    # a second sink on the same changelog, at-least-once (and the same schema topic: an
+    # avro-confluent sink derives its schemas from the typed layouts capture writes there)
     alo = write_pipeline(
         tmp_path / "alo.yaml", source, kafka, f"alo-{db}", rf"{db}.k[ab]",
-        sink={"sink.delivery-guarantee": "at-least-once"},
-        pipeline={"changelog.topic": f"cdc-ingest.eos-{db}.changelog"},
+        sink={"sink.delivery-guarantee": "at-least-once", **formats},
+        pipeline={"changelog.topic": f"cdc-ingest.eos-{db}.changelog",
+                  "schema.topic": f"cdc-ingest.eos-{db}.schema"},
         routes=[{"source-table": rf"{db}.ka", "sink-table": alo_topics["ka"]},
                 {"source-table": rf"{db}.kb", "sink-table": alo_topics["kb"]}],
     )
@@ -137,10 +235,10 @@ def test_kills_lose_nothing_and_exactly_once_duplicates_nothing(
         total = workload.rows
 
         def eos_complete() -> bool:
-            return sum(len(v) for v in _sequences(kafka, eos_topics).values()) >= total
+            return sum(len(v) for v in reader.sequences(eos_topics).values()) >= total
 
         def alo_complete() -> bool:
-            got = _sequences(kafka, alo_topics)
+            got = reader.sequences(alo_topics)
             return all(_is_subsequence(expected[k], got.get(k, [])) for k in expected)
 
         wait_for(lambda: _running(procs, logs) and eos_complete(), timeout=300,
@@ -151,8 +249,11 @@ def test_kills_lose_nothing_and_exactly_once_duplicates_nothing(
         codes = {n: stop(p, timeout=60) for n, p in procs.items()}
     assert codes == {"capture": 0, "eos": 0, "alo": 0}, {
         n: logs[n].read_text()[-2000:] for n in logs}
-    got = _sequences(kafka, eos_topics)
+    got = reader.sequences(eos_topics)
     different = [k for k in expected if got.get(k) != expected[k]]
-    assert not different, (f"seed {seed}: {len(different)} keys differ, e.g. {different[0]}: "
-                           f"expected {expected[different[0]]}, got {got.get(different[0])}")
+    if different:
+        first = different[0]
+        raise AssertionError(
+            f"seed {seed}, {fmt}: {len(different)} keys differ, e.g. {first}: expected "
+            f"{expected[first]}, got {got.get(first)} at {reader.offsets(eos_topics, *first)}")
     assert set(got) == set(expected)
