@@ -37,9 +37,12 @@ def typed_layout(kafka: dict[str, Any], topic: str, layout: str | None, table: s
     if found is None:
         raise SinkError(
             f"a change of {table} at binlog {pos} names column types (layout {layout}) that "
-            f"the schema topic {topic} does not hold: the topic was deleted or its records "
-            "removed by hand. Fix: start a new pipeline (a new pipeline.name), whose capture "
-            "writes the types again")
+            f"the schema topic {topic} does not hold: it is not the schema topic of the "
+            "pipeline whose capture wrote this changelog (a sink reading another pipeline's "
+            "pipeline.changelog.topic must set pipeline.schema.topic to that pipeline's "
+            "too), or it was deleted or its records removed by hand. Fix: point "
+            "pipeline.schema.topic at the changelog's own schema topic; if that is gone, start "
+            "a new pipeline (a new pipeline.name), whose capture writes the types again")
     return [dict(c) for c in found["columns"]]
 
 

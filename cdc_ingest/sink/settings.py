@@ -12,7 +12,7 @@ from cdc_ingest.change_events.address import EventOptions, event_options
 from cdc_ingest.kafka import client_config
 from cdc_ingest.model.names import sink_transactional_id
 from cdc_ingest.routing.routes import Router
-from cdc_ingest.sink.avro_serde import AvroSettings
+from cdc_ingest.sink.avro_registry import AvroSettings
 from cdc_ingest.transform.rules import RuleSpec
 
 if TYPE_CHECKING:

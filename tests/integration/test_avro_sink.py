@@ -123,13 +123,13 @@ def registry_get(registry: Any, path: str) -> Any:
         return json.loads(answer.read())
 
 
-def test_all_types_in_avro_read_back_by_confluent_kafka_equal_the_server(
-        source: Source, kafka: Any, registry: Any, fresh_source_db: str,
-        tmp_path: Path) -> None:
-    db = fresh_source_db
+def run_all_types(source: Source, kafka: Any, registry: Any, db: str, tmp_path: Path,
+                  name: str) -> tuple[str, Path]:
+    """The all-types table written by `cdc-ingest start` with Avro keys and values (ids 1-4
+    inserted, 3 updated, 2 deleted); returns its sink topic and the pipeline's config."""
     start = fill_all_types(source, db)
     config = write_pipeline(
-        tmp_path / "avro.yaml", source, kafka, f"avro-types-{db}", f"{db}.all_types",
+        tmp_path / "avro.yaml", source, kafka, f"{name}-{db}", f"{db}.all_types",
         source={"scan.startup.mode": "specific-offset",
                 "scan.startup.specific-offset.gtid-set": start},
         sink={"sink.delivery-guarantee": "exactly-once",
@@ -145,7 +145,14 @@ def test_all_types_in_avro_read_back_by_confluent_kafka_equal_the_server(
     finally:
         code = stop(proc, timeout=90)
     assert code == 0, log.read_text()[-3000:]
+    return topic, config
 
+
+def test_all_types_in_avro_read_back_by_confluent_kafka_equal_the_server(
+        source: Source, kafka: Any, registry: Any, fresh_source_db: str,
+        tmp_path: Path) -> None:
+    db = fresh_source_db
+    topic, config = run_all_types(source, kafka, registry, db, tmp_path, "avro-types")
     messages, rows = read_avro(kafka, registry, topic)
     # Confluent's wire format: magic byte 0 and the id of the subject's one version
     key_id = registry_get(registry, f"/subjects/{topic}-key/versions/latest")["id"]

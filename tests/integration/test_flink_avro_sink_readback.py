@@ -60,15 +60,7 @@ import pytest
 from cdc_ingest.maven import MavenError
 from tests.integration import flink_env, server_oracle
 from tests.integration.flavors import MYSQL, Source
-from tests.integration.pipeline_helpers import (
-    sink_topic,
-    start_command,
-    stop,
-    wait_for,
-    write_pipeline,
-)
-from tests.integration.test_avro_sink import avro_sink, expected_avro, registry_get
-from tests.integration.test_capture_types import fill_all_types
+from tests.integration.test_avro_sink import expected_avro, registry_get, run_all_types
 
 UTC = datetime.UTC
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
@@ -218,25 +210,8 @@ def test_all_types_in_avro_read_back_by_flink_equal_the_server(
         source: Source, kafka: Any, registry: Any, fresh_source_db: str,
         tmp_path: Path) -> None:
     db = fresh_source_db
-    start = fill_all_types(source, db)
-    config = write_pipeline(
-        tmp_path / "avro.yaml", source, kafka, f"flink-avro-types-{db}", f"{db}.all_types",
-        source={"scan.startup.mode": "specific-offset",
-                "scan.startup.specific-offset.gtid-set": start},
-        sink={"sink.delivery-guarantee": "exactly-once",
-              "sink.add-tableId-to-header-enabled": True, "topic.partitions": 2,
-              **avro_sink(registry)},
-        pipeline={"parallelism": 1})
-    log = tmp_path / "start.log"
-    topic = f"{db}.all_types"
-    proc = start_command("start", config, log)
-    try:
-        # ids 1, 2, 3, 4 inserted, 3 updated, 2 deleted (a tombstone)
-        wait_for(lambda: len(sink_topic(kafka, topic)) >= 6, timeout=120,
-                 what="6 messages in the sink topic")
-    finally:
-        code = stop(proc, timeout=90)
-    assert code == 0, log.read_text()[-3000:]
+    # ids 1, 2, 3, 4 inserted, 3 updated, 2 deleted (a tombstone)
+    topic, _ = run_all_types(source, kafka, registry, db, tmp_path, "flink-avro-types")
 
     server = server_oracle.read_server(source.admin, db)
     declared = {c.name: flink_column(c) for c in server.columns}

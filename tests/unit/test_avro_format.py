@@ -21,7 +21,7 @@ from cdc_ingest.change_events.avro import (
     schema_text,
     unframe,
 )
-from cdc_ingest.sink.avro_serde import meaning_changes
+from cdc_ingest.sink.avro_registry import meaning_changes
 
 COLUMNS = [
     ("id", "INT", False), ("b", "BOOLEAN", True), ("ti", "TINYINT", True),

@@ -28,6 +28,10 @@ EXPECTED_TOPICS: dict[str, list[tuple[tuple[str, str], tuple[str, ...]]]] = {
         (("shop", "orders"), ("shop.orders.v1",)),
         (("shop", "customers"), ("shop.customers",)),
     ],
+    "shop-demo-avro.yaml": [
+        (("shop", "orders"), ("shop-avro.orders.v1",)),
+        (("shop", "customers"), ("shop-avro.customers",)),
+    ],
     "merge-shards.yaml": [
         (("app", "order_7"), ("orders",)),
         (("app", "order_0"), ("orders",)),
