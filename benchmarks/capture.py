@@ -21,7 +21,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
@@ -144,8 +144,12 @@ def _binlog_bytes(cur: Any, start: tuple[str, int], end: tuple[str, int]) -> int
     return total - start[1] - (sizes[end[0]] - end[1])
 
 
-def make_workload(svc: Services, rows: int) -> Workload:
-    """Recreate bench.orders and write the row changes; the GTIDs bound them in the binlog."""
+def make_workload(svc: Services, rows: int, create_table: str = CREATE_TABLE,
+                  row_sql: Callable[[int], str] | None = None) -> Workload:
+    """Recreate bench.orders and write the row changes; the GTIDs bound them in the binlog.
+    ``create_table`` / ``row_sql`` (the VALUES tuple of row ``i``): another shape of
+    bench.orders with the same statements (avro_sink.py adds a nullable TEXT column)."""
+    row_sql = row_sql or _row_sql
     wl = Workload(rows)
     server = svc.server
     conn = mysql_conn(svc.admin)
@@ -153,7 +157,7 @@ def make_workload(svc: Services, rows: int) -> Workload:
         with conn.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS {DB}")
             cur.execute(f"CREATE DATABASE {DB} CHARACTER SET utf8mb4")
-            cur.execute(CREATE_TABLE)
+            cur.execute(create_table)
             wl.gtid_before = server.gtid_state(cur)
             start = server.binlog_position(cur)
             wl.start_file = start[0]
@@ -161,7 +165,7 @@ def make_workload(svc: Services, rows: int) -> Workload:
             with Stopwatch() as sw:
                 for lo in range(1, rows + 1, BATCH):
                     hi = min(lo + BATCH, rows + 1)
-                    values = ",".join(_row_sql(i) for i in range(lo, hi))
+                    values = ",".join(row_sql(i) for i in range(lo, hi))
                     wl.inserted += cur.execute(f"INSERT INTO {DB}.{TABLE} VALUES {values}")
                     conn.commit()
             wl.insert_s = sw.seconds

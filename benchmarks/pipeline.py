@@ -93,8 +93,12 @@ def pipeline_yaml(
     svc: Services, name: str, server_id: int, state: Path, *, gtid: str, guarantee: str,
     sink_topic: str, trigger: str, max_offsets: int | None,
     changelog_topic: str | None = None, capture_interval: str | None = None,
-    table: str = TABLE,
+    table: str = TABLE, sink_options: dict[str, Any] | None = None,
+    pipeline_options: dict[str, Any] | None = None,
 ) -> str:  # fmt: skip
+    """The pipeline YAML; ``sink_options`` / ``pipeline_options`` are added to (or replace
+    keys of) the ``sink`` / ``pipeline`` sections (avro_sink.py: the avro-confluent formats, the
+    schema topic of the changelog a sink-alone run reads)."""
     source: dict[str, Any] = {
         "type": "mysql",
         "hostname": svc.cdc["host"],
@@ -117,10 +121,11 @@ def pipeline_yaml(
         pipeline["max-offsets-per-trigger"] = max_offsets
     if changelog_topic:
         pipeline["changelog.topic"] = changelog_topic
+    pipeline.update(pipeline_options or {})
     doc = {
         "source": source,
         "sink": {"type": "upsert-kafka", "properties.bootstrap.servers": svc.bootstrap,
-                 "sink.delivery-guarantee": guarantee},
+                 "sink.delivery-guarantee": guarantee, **(sink_options or {})},
         "route": [{"source-table": f"{DB}.{table}", "sink-table": sink_topic}],
         "pipeline": pipeline,
     }
@@ -453,10 +458,12 @@ class Progress:
 def run_throughput(
     svc: Services, wl: Workload, name: str, server_id: int, workdir: Path, st: Settings,
     guarantee: str, timeout_s: float, changelog_of: str | None = None,
-    max_offsets: int | None = None,
+    max_offsets: int | None = None, sink_options: dict[str, Any] | None = None,
+    pipeline_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Capture + sink (or with ``changelog_of``, the sink alone over that pipeline's complete
-    changelog) from process start until the sink group has committed the whole changelog."""
+    changelog) from process start until the sink group has committed the whole changelog.
+    ``sink_options`` / ``pipeline_options``: see :func:`pipeline_yaml`."""
     topics = _topics(name)
     changelog = _topics(changelog_of)["changelog"] if changelog_of else topics["changelog"]
     limit = st.max_offsets if max_offsets is None else (max_offsets or None)
@@ -464,7 +471,8 @@ def run_throughput(
     config.write_text(pipeline_yaml(
         svc, name, server_id, workdir / name, gtid=wl.gtid_before, guarantee=guarantee,
         sink_topic=topics["sink"], trigger=st.trigger, max_offsets=limit,
-        changelog_topic=changelog if changelog_of else None,
+        changelog_topic=changelog if changelog_of else None, sink_options=sink_options,
+        pipeline_options=pipeline_options,
     ))  # fmt: skip
     commands = ["sink"] if changelog_of else ["capture", "sink"]
     base = cpu_snapshot([], svc)
