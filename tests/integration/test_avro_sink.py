@@ -1,9 +1,12 @@
-"""`key.format` / `value.format: avro-confluent`: the all-types table written by `cdc-ingest
-start` with Avro keys and values and a real Schema Registry (Apicurio, Confluent API), read
-back by confluent-kafka's own `AvroDeserializer` and compared, value by value, with what the
-server says each value is (server_oracle: the server's own text, not cdc-ingest's code),
-turned into the Python value the documented Avro type gives (docs/output-contract.md,
-"avro-confluent") by this test's own rules.
+"""`key.format` / `value.format: avro-confluent` with a real Schema Registry (Apicurio,
+Confluent API): schema versions under ADD COLUMN, a refused change, a re-key, `validate`.
+
+The all-types table written with Avro keys and values, read back by confluent-kafka's own
+`AvroDeserializer` and compared, value by value, with what the server says each value is
+(server_oracle: the server's own text, not cdc-ingest's code), turned into the Python value
+the documented Avro type gives (docs/output-contract.md, "avro-confluent") by this module's
+own rules (:func:`assert_read_back_by_confluent_kafka_and_verify`), runs in
+test_flink_avro_sink_readback.py, on the same pipeline run as Flink's read.
 """
 
 from __future__ import annotations
@@ -148,11 +151,12 @@ def run_all_types(source: Source, kafka: Any, registry: Any, db: str, tmp_path: 
     return topic, config
 
 
-def test_all_types_in_avro_read_back_by_confluent_kafka_equal_the_server(
-        source: Source, kafka: Any, registry: Any, fresh_source_db: str,
-        tmp_path: Path) -> None:
-    db = fresh_source_db
-    topic, config = run_all_types(source, kafka, registry, db, tmp_path, "avro-types")
+def assert_read_back_by_confluent_kafka_and_verify(source: Source, kafka: Any, registry: Any,
+                                                   db: str, topic: str, config: Path) -> None:
+    """The all-types topic (:func:`run_all_types`) read by confluent-kafka's deserializer
+    equals the server, value by value, and `verify` (through the registry) says equal.
+    tests/integration/test_flink_avro_sink_readback.py runs it, then Flink's read, on one
+    pipeline run per server."""
     messages, rows = read_avro(kafka, registry, topic)
     # Confluent's wire format: magic byte 0 and the id of the subject's one version
     key_id = registry_get(registry, f"/subjects/{topic}-key/versions/latest")["id"]

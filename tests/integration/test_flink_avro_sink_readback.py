@@ -1,4 +1,5 @@
-"""`key.format` / `value.format: avro-confluent` read back by real Apache Flink: the all-types
+"""`key.format` / `value.format: avro-confluent` read back by confluent-kafka's deserializer
+and `verify` (test_avro_sink.py's checks) and by real Apache Flink: the all-types
 table (test_capture_types.fill_all_types) written by `cdc-ingest start` with Avro keys and
 values and a real Schema Registry (Apicurio, Confluent API), then read by PyFlink 2.0.2's
 ``upsert-kafka`` connector with ``key.format = avro-confluent`` and ``value.format =
@@ -60,7 +61,12 @@ import pytest
 from cdc_ingest.maven import MavenError
 from tests.integration import flink_env, server_oracle
 from tests.integration.flavors import MYSQL, Source
-from tests.integration.test_avro_sink import expected_avro, registry_get, run_all_types
+from tests.integration.test_avro_sink import (
+    assert_read_back_by_confluent_kafka_and_verify,
+    expected_avro,
+    registry_get,
+    run_all_types,
+)
 
 UTC = datetime.UTC
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
@@ -206,12 +212,14 @@ def _writer_fields(registry: Any, subject: str) -> dict[str, Any]:
     return out
 
 
-def test_all_types_in_avro_read_back_by_flink_equal_the_server(
+def test_all_types_in_avro_read_back_by_confluent_kafka_and_flink_equal_the_server(
         source: Source, kafka: Any, registry: Any, fresh_source_db: str,
         tmp_path: Path) -> None:
     db = fresh_source_db
     # ids 1, 2, 3, 4 inserted, 3 updated, 2 deleted (a tombstone)
-    topic, _ = run_all_types(source, kafka, registry, db, tmp_path, "flink-avro-types")
+    topic, config = run_all_types(source, kafka, registry, db, tmp_path, "avro-types")
+    # confluent-kafka's deserializer and verify first (test_avro_sink.py), then Flink
+    assert_read_back_by_confluent_kafka_and_verify(source, kafka, registry, db, topic, config)
 
     server = server_oracle.read_server(source.admin, db)
     declared = {c.name: flink_column(c) for c in server.columns}
