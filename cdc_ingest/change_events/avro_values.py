@@ -16,6 +16,7 @@ from cdc_ingest.model.flink_types import shortest_float32, twos_complement, type
 
 _EPOCH_DAY = date(1970, 1, 1).toordinal()
 _EPOCH = datetime(1970, 1, 1)
+_US = timedelta(microseconds=1)
 
 
 # -- values: JSON form -> Avro ----------------------------------------------------------
@@ -37,18 +38,34 @@ def _timestamp_us(text: str) -> int:
     """``YYYY-MM-DD HH:MM:SS[.f][Z]`` (the wall clock, or UTC with Z) -> microseconds from
     1970-01-01 00:00:00."""
     moment = datetime.fromisoformat(text[:-1] if text.endswith("Z") else text)
-    return (moment - _EPOCH) // timedelta(microseconds=1)
+    return (moment - _EPOCH) // _US
+
+
+def unscaled(value: Any, scale: int) -> int:
+    """A number's unscaled value at ``scale``, in integers only (a Decimal's arithmetic
+    rounds beyond its context's 28 digits); ValueError where it has more decimals."""
+    sign, digits, exponent = Decimal(value).as_tuple()
+    if not isinstance(exponent, int):
+        raise ValueError(f"{value} is not a number")
+    whole = int("".join(map(str, digits)) or "0")
+    shift = exponent + scale
+    if shift >= 0:
+        whole *= 10 ** shift
+    else:
+        whole, rest = divmod(whole, 10 ** -shift)
+        if rest:
+            raise ValueError(f"{value} has more than {scale} decimals")
+    return -whole if sign else whole
 
 
 def _decimal_bytes(precision: int, scale: int) -> ToAvro:
     limit = 10 ** precision
 
     def convert(value: Any) -> bytes:
-        number = Decimal(value)
-        unscaled = number.scaleb(scale)
-        if unscaled != unscaled.to_integral_value() or not -limit < unscaled < limit:
+        number = unscaled(value, scale)
+        if not -limit < number < limit:
             raise ValueError(f"{value} does not fit DECIMAL({precision}, {scale})")
-        return twos_complement(int(unscaled))
+        return twos_complement(number)
     return convert
 
 
