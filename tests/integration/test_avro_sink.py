@@ -126,6 +126,18 @@ def registry_get(registry: Any, path: str) -> Any:
         return json.loads(answer.read())
 
 
+def schema_ids(registry: Any, subject: str) -> list[int]:
+    """The schema ids of the subject's versions, oldest first, a repeat of the one before
+    left out: Apicurio makes two versions of one schema (one id, so the same message bytes)
+    when two sink tasks register it at the same moment; Confluent's registry makes one."""
+    ids: list[int] = []
+    for version in registry_get(registry, f"/subjects/{subject}/versions"):
+        found = registry_get(registry, f"/subjects/{subject}/versions/{version}")["id"]
+        if not ids or ids[-1] != found:
+            ids.append(found)
+    return ids
+
+
 def run_all_types(source: Source, kafka: Any, registry: Any, db: str, tmp_path: Path,
                   name: str) -> tuple[str, Path]:
     """The all-types table written by `cdc-ingest start` with Avro keys and values (ids 1-4
@@ -161,7 +173,7 @@ def assert_read_back_by_confluent_kafka_and_verify(source: Source, kafka: Any, r
     # Confluent's wire format: magic byte 0 and the id of the subject's one version
     key_id = registry_get(registry, f"/subjects/{topic}-key/versions/latest")["id"]
     value_id = registry_get(registry, f"/subjects/{topic}-value/versions/latest")["id"]
-    assert registry_get(registry, f"/subjects/{topic}-value/versions") == [1]
+    assert schema_ids(registry, f"{topic}-value") == [value_id]
     for m in messages:
         assert m.key[:1] == b"\x00" and int.from_bytes(m.key[1:5], "big") == key_id
         assert m.value is None or (m.value[:1] == b"\x00"
@@ -228,13 +240,12 @@ def test_add_column_registers_a_version_both_read_and_a_narrowed_type_stops_clea
         wait_for(lambda: len(read_avro(kafka, registry, topic)[1]) == 11, timeout=120,
                  what="the rows after ADD COLUMN")
         # a second version of the value subject; the key's stays one
-        assert registry_get(registry, f"/subjects/{subject}/versions") == [1, 2]
-        assert registry_get(registry, f"/subjects/{topic}-key/versions") == [1]
-        v1 = registry_get(registry, f"/subjects/{subject}/versions/1")
-        v2 = registry_get(registry, f"/subjects/{subject}/versions/2")
-        one = fastavro.parse_schema(json.loads(v1["schema"]))
-        two = fastavro.parse_schema(json.loads(v2["schema"]))
-        by_id = {v1["id"]: one, v2["id"]: two}
+        ids = schema_ids(registry, subject)
+        assert len(ids) == 2, ids
+        assert len(schema_ids(registry, f"{topic}-key")) == 1
+        one, two = (fastavro.parse_schema(json.loads(registry_get(
+            registry, f"/schemas/ids/{i}")["schema"])) for i in ids)
+        by_id = {ids[0]: one, ids[1]: two}
         latest: dict[int, Any] = {}
         for schema_id, payload in _values(kafka, topic):
             # readers of either version read every message (Avro schema resolution)
@@ -268,7 +279,7 @@ def test_add_column_registers_a_version_both_read_and_a_narrowed_type_stops_clea
             and f"subject {subject} has compatibility level BACKWARD" in text
             and "ALTER TABLE t MODIFY v INT" in text and "Nothing was written" in text
             and "Fix:" in text), text[-5000:]
-    assert registry_get(registry, f"/subjects/{subject}/versions") == [1, 2]
+    assert schema_ids(registry, subject) == ids
     assert len(_values(kafka, topic)) == before
 
 
@@ -332,7 +343,7 @@ def test_a_re_key_registers_the_new_key_schema_before_its_cut_over(
             return sorted(live, key=lambda k: k["id"]) == [
                 {"id": i, "k2": 0} for i in range(1, 7)]
         wait_for(re_keyed, timeout=240, what="the table under its new key")
-        assert registry_get(registry, f"/subjects/{subject}/versions") == [1, 2]
+        assert len(schema_ids(registry, subject)) == 2
         messages, rows = read_avro(kafka, registry, topic)
         assert {json.dumps(k, sort_keys=True) for k, v in rows.values() if v is None} == {
             json.dumps({"id": i}) for i in range(1, 7)}  # every old key tombstoned
