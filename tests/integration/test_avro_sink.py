@@ -15,6 +15,7 @@ import base64
 import datetime
 import io
 import json
+import signal
 import struct
 import urllib.request
 from decimal import Decimal
@@ -262,6 +263,21 @@ def test_add_column_registers_a_version_both_read_and_a_narrowed_type_stops_clea
         report = cli("verify", "--config", str(config))
         assert report.returncode == 0, report.stdout + report.stderr
         assert "equal" in report.stdout, report.stdout
+        # watch shows the Avro messages decoded, as a json topic holds them
+        watch_log = tmp_path / "watch.log"
+        watcher = start_command("watch", config, watch_log)
+        try:
+            wait_for(lambda: "following" in watch_log.read_text(), 60, "watch to start")
+            with conn.cursor() as cur:
+                cur.execute("UPDATE t SET note = 'watched' WHERE id = 7")
+            wait_for(lambda: '"watched"' in watch_log.read_text(), 60, "the update in watch")
+        finally:
+            watcher.send_signal(signal.SIGINT)
+            assert watcher.wait(30) in (0, 130), watch_log.read_text()
+        seen = watch_log.read_text()
+        assert ('key={"id":7} value={"id":7,"v":0,"amount":1.25,"note":"watched","n":null}'
+                in seen), seen
+        assert "Traceback" not in seen and "undecodable" not in seen, seen
 
         # BIGINT -> INT narrows v (long -> int): BACKWARD refuses it; the sink stops at the
         # first row under it and writes nothing under a refused schema
