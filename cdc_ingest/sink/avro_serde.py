@@ -29,8 +29,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import orjson
-
 from cdc_ingest.change_events.avro import (
     AvroTypeError,
     AvroValueError,
@@ -38,6 +36,7 @@ from cdc_ingest.change_events.avro import (
     decode_json,
     frame,
 )
+from cdc_ingest.change_events.jackson import jackson_json
 from cdc_ingest.errors import SinkError
 from cdc_ingest.model.changelog import (
     EMPTIES_TABLE,
@@ -48,7 +47,8 @@ from cdc_ingest.model.changelog import (
 )
 from cdc_ingest.sink.avro_registry import AvroSettings, Registries
 from cdc_ingest.sink.layouts import typed_layout
-from cdc_ingest.sink.serde import SinkMessage, SinkSerde, Topics
+from cdc_ingest.sink.serde import SinkMessage, SinkSerde, Topics, _columns_or_none, _json
+from cdc_ingest.transform.rules import RuleSpec
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +67,9 @@ class AvroSinkSerde(SinkSerde):
     """Changelog records -> upsert messages with Avro keys and/or values."""
 
     def __init__(self, topics: Topics, except_key: bool, with_headers: bool,
-                 avro: AvroSettings) -> None:
-        super().__init__(topics, except_key, with_headers)
+                 avro: AvroSettings, transforms: tuple[RuleSpec, ...] = (),
+                 jackson_keys: bool = False) -> None:
+        super().__init__(topics, except_key, with_headers, transforms, jackson_keys)
         self._avro = avro
         self._registries = Registries(avro)
         self._layouts: dict[tuple[str, str | None, tuple[str, ...]], _Layout] = {}
@@ -79,39 +80,49 @@ class AvroSinkSerde(SinkSerde):
     def add(self, out: list[SinkMessage], key: bytes | None, value: bytes) -> int:
         record = decode_full_record(value)
         check_version(record.v)
-        op, ts = record.op, record.ts_ms
-        if op == "DDL":
+        ts = record.ts_ms
+        if record.op == "DDL":
             self.ddl = decode_ddl(value)
             if self.ddl.action in EMPTIES_TABLE or self.ddl.action == REKEY_CUT:
                 self._key_free.add((self.ddl.db, self.ddl.table))
             return ts
+        if self._transform is not None:  # filters only: projections are refused with Avro
+            changed = self._transform.apply(record)
+            if changed is None:
+                return ts
+            record = changed
         topics, headers, name = self.route(record.db or "", record.table or "")
-        pk = decode_json(bytes(record.pk)) or {}
-        after = None if op == "-D" else decode_json(bytes(record.after))
+        pk_raw, after_raw = bytes(record.pk), bytes(record.after)
+        pk = decode_json(pk_raw) or {}
+        after = None if record.op == "-D" else after_raw
         for topic in topics:
             layout = self._layout(topic, record, tuple(pk), name)
             try:
-                if layout.key is not None:
-                    sink_key = frame(layout.key_id, layout.key.encode(pk))
-                else:
-                    sink_key = key if key is not None else bytes(record.pk)
+                sink_key = (frame(layout.key_id, layout.key.encode(pk))
+                            if layout.key is not None else self._json_key(pk_raw))
                 body = None
                 if after is not None:
-                    if layout.value is not None:
-                        body = frame(layout.value_id, layout.value.encode(after))
-                    elif self._except_key:
-                        body = orjson.dumps({k: v for k, v in orjson.loads(
-                            bytes(record.after)).items() if k not in pk})
-                    else:
-                        body = bytes(record.after)
+                    body = (frame(layout.value_id, layout.value.encode(decode_json(after)))
+                            if layout.value is not None else self._json_value(after, pk))
             except AvroValueError as exc:
                 raise SinkError(
-                    f"a change of {name} at binlog {record.pos} (key {bytes(record.pk)!r}) "
+                    f"a change of {name} at binlog {record.pos} (key {pk_raw!r}) "
                     f"cannot be written in Avro: {exc}. Nothing of it was written. Fix: "
                     "change the row (or make the column nullable) at the source, or use json "
                     "values") from None
             out.append((topic, sink_key, body, headers, ts, name))
         return ts
+
+    def _json_key(self, pk: bytes) -> bytes:
+        """A json key beside an Avro value: what SinkSerde writes."""
+        return jackson_json(pk) if self._jackson else pk
+
+    def _json_value(self, after: bytes, pk: dict[str, Any]) -> bytes:
+        """A json value beside an Avro key: the row's JSON text, number text included."""
+        if not self._except_key:
+            return after
+        columns = _columns_or_none(after) or {}
+        return _json({k: v for k, v in columns.items() if k not in pk})
 
     def _layout(self, topic: str, record: Any, key_names: tuple[str, ...],
                 name: str) -> _Layout:

@@ -111,7 +111,8 @@ def make_serde(settings: SinkSettings) -> Serde:
                           settings.transforms)
     if settings.avro is not None:
         return AvroSinkSerde(settings.router.sink_topics, settings.except_key,
-                             settings.with_headers, settings.avro)
+                             settings.with_headers, settings.avro, settings.transforms,
+                             settings.jackson_keys)
     return SinkSerde(settings.router.sink_topics, settings.except_key, settings.with_headers,
                      settings.transforms, settings.jackson_keys)
 
