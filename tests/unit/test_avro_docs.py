@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from cdc_ingest.change_events.avro import avro_type
+from cdc_ingest.registry.client import RETRY_SECONDS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "output-contract.md"
 MARK = "<!-- avro types:"
@@ -48,3 +49,7 @@ def test_every_row_of_the_avro_type_table_is_what_the_code_writes() -> None:
             assert avro_type(flink) == avro, (mysql, flink)
             checked += 1
     assert checked >= 25
+
+
+def test_the_registry_retry_time_in_the_docs_is_the_codes() -> None:
+    assert f"retried for {RETRY_SECONDS:.0f} s" in DOC.read_text().replace("\n", " ")
