@@ -196,9 +196,9 @@ cdef class RowEncoder:
         send(topic, value, key, ts_ms)
 
     def produce_rows(self, send, topic, str kind, list rows, long long first_no,
-                     str pos_prefix, long long ts_ms, keep, produce=None):
+                     str pos_prefix, long long ts_ms, keep, produce=None, table_delta=None):
         """See :meth:`cdc_ingest.capture.encode.TableEncoder.produce_rows`."""
-        cdef bytes tail = value_tail(ts_ms, pos_prefix)
+        cdef bytes tail = value_tail(ts_ms, pos_prefix, table_delta)
         cdef long long no = first_no - 1
         cdef Py_ssize_t produced = 0
         cdef int k = 0 if kind == "I" else (2 if kind == "D" else 1)

@@ -32,6 +32,7 @@ from cdc_ingest.capture.resume import Transactions, same_server
 from cdc_ingest.capture.schema_guard import RekeyNeeded
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.socket_reader import ReadStopped
+from cdc_ingest.capture.tx_marks import TxMarks
 from cdc_ingest.errors import SourceError, SourceUnavailable
 from cdc_ingest.model import Position
 from cdc_ingest.model.changelog import EMPTIES_TABLE, ddl_value
@@ -62,6 +63,7 @@ class BinlogPhase:
         self.chunk_filter = chunk_filter
         self._failures = 0  # failed reconnects in a row (kept across a re-key)
         self._encoders = Encoders(self._on_layout, self._guard.pinned)
+        self._marks = TxMarks(ctx.options.transaction_metadata, ctx.partitions)
 
     def run(self, open_reader: Callable[[Position], BinlogReader],
             retries: int) -> Done | RekeyRequested:
@@ -174,6 +176,7 @@ class BinlogPhase:
 
     def _on_begin(self, ev: TxBegin) -> None:
         self._source_tx.begin(ev)
+        self._marks.begin()
         self._tx.position = self._tx.position.begun(ev.gtid, ev.file, ev.pos, ev.ts * 1000)
 
     def _on_rows(self, ev: Rows) -> None:
@@ -188,12 +191,14 @@ class BinlogPhase:
         before_event, i = self._source_tx.rows_event(len(rows))
         keep = self._keep(ev, encoder.plan)
         ts_ms = ev.ts * 1000
+        delta = self._marks.rows(prefix, ev.schema.db, ev.schema.table, before_event,
+                                 len(rows))
         while i < len(rows):
             send, produce = tx.row_sender()
             take = min(len(rows) - i, tx.room)
             produced = encoder.produce_rows(send, self._topic, ev.kind, rows[i:i + take],
                                             before_event + i + 1, prefix, ts_ms, keep,
-                                            produce)
+                                            produce, delta)
             i += take
             tx.rows_sent(produced)
             self._progress.rows += produced
@@ -241,6 +246,9 @@ class BinlogPhase:
         return keep
 
     def _on_commit(self, file: str, pos: int, ts: int) -> None:
+        marker = self._marks.end(ts * 1000)
+        if marker is not None:  # after the transaction's last row, before its position
+            self._tx.marker(marker, range(self._partitions), ts * 1000)
         gtid = self._source_tx.commit()
         tx = self._tx
         snapshot = tx.position.snapshot

@@ -135,16 +135,17 @@ class TableEncoder:
 
     def produce_rows(self, send: Send, topic: str, kind: str, rows: list[RowPair],
                      first_no: int, pos_prefix: str, ts_ms: int, keep: Keep | None,
-                     produce: Produce | None = None) -> int:
+                     produce: Produce | None = None, table_delta: int | None = None) -> int:
         """Send ``rows`` (the ``first_no``-th row of its transaction first); what ``keep``
         refuses is left out (of a key-changing update, each half on its own). Returns how
         many rows were sent. ``produce``: librdkafka's own call, which the compiled encoder
-        tries first (this one always sends)."""
+        tries first (this one always sends). ``table_delta``: see
+        :func:`~cdc_ingest.model.changelog.value_tail`."""
         dumps = orjson.dumps
         names = self.names
         key_of = self.key
         heads = self._heads
-        tail = value_tail(ts_ms, pos_prefix)  # the same for all rows of the event
+        tail = value_tail(ts_ms, pos_prefix, table_delta)  # the same for all rows of the event
         produced = 0
         no = first_no - 1
         for before, after in rows:
@@ -198,11 +199,12 @@ class Projected:
 
     def produce_rows(self, send: Send, topic: str, kind: str, rows: list[RowPair],
                      first_no: int, pos_prefix: str, ts_ms: int, keep: Keep | None,
-                     produce: Produce | None = None) -> int:
+                     produce: Produce | None = None, table_delta: int | None = None) -> int:
         project = self._row
         return self.inner.produce_rows(send, topic, kind,
                                        [(project(b), project(a)) for b, a in rows],
-                                       first_no, pos_prefix, ts_ms, keep, produce)
+                                       first_no, pos_prefix, ts_ms, keep, produce,
+                                       table_delta)
 
 
 def pinned_schema(schema: TableSchema, columns: list[str]) -> tuple[TableSchema,

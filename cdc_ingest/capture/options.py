@@ -59,6 +59,9 @@ class CaptureOptions:
     chunk_size: int
     fetch_size: int
     snapshot_parallelism: int
+    # sink.transaction-metadata.topic is set: rows carry their table order, and each MySQL
+    # transaction's end is a TX record in every partition (docs/changelog-format.md)
+    transaction_metadata: bool = False
 
 
 def startup_spec(defn: PipelineDef) -> StartupSpec:
@@ -107,6 +110,7 @@ def capture_options(defn: PipelineDef) -> CaptureOptions:
         chunk_size=s.scan_incremental_snapshot_chunk_size,
         fetch_size=s.scan_snapshot_fetch_size,
         snapshot_parallelism=s.scan_incremental_snapshot_parallelism or p.parallelism,
+        transaction_metadata=bool(getattr(defn.sink, "sink_transaction_metadata_topic", None)),
     )
 
 

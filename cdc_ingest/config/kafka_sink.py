@@ -12,7 +12,8 @@ from typing import Annotated, Any
 from pydantic import Field, PlainValidator, model_validator
 
 from cdc_ingest.config.problems import problem, raise_problems
-from cdc_ingest.config.sink import KafkaSinkBase, SinkType, property_problems
+from cdc_ingest.config.sink import KafkaSinkBase, SinkType
+from cdc_ingest.config.sink_problems import property_problems
 from cdc_ingest.config.types import FrozenDict, choice
 from cdc_ingest.errors import ConfigError
 from cdc_ingest.routing.selectors import table_id_selector

@@ -15,7 +15,15 @@ from cdc_ingest.config import avro_confluent
 from cdc_ingest.config.avro_confluent import AvroConfluentOptions
 from cdc_ingest.config.durations import Duration
 from cdc_ingest.config.problems import PASS_THROUGH_PREFIX, Found, problem, raise_problems
-from cdc_ingest.config.types import ConfigModel, MaskedDict, SafeId, choice, is_secret_property
+from cdc_ingest.config.sink_problems import property_problems
+from cdc_ingest.config.types import (
+    ConfigModel,
+    KafkaTopic,
+    MaskedDict,
+    SafeId,
+    choice,
+    is_secret_property,
+)
 
 # Formats the upsert-kafka references name; we write json and avro-confluent
 # (docs/output-contract.md).
@@ -23,16 +31,6 @@ _OTHER_FORMATS = frozenset(
     {"csv", "avro", "debezium-json", "canal-json", "maxwell-json", "raw",
      "protobuf", "debezium-avro-confluent", "ogg-json"}
 )
-# Settings cdc-ingest owns: a user value would silently break keys, values or fencing.
-_MANAGED_PROPERTIES = {
-    "key.serializer": "set key.format instead",
-    "value.serializer": "set value.format instead",
-    "key.deserializer": "set key.format instead",
-    "value.deserializer": "set value.format instead",
-    "transactional.id": "set sink.transactional-id-prefix instead",
-}
-
-
 _ZERO = timedelta(0)
 
 
@@ -154,6 +152,13 @@ class KafkaSinkBase(ConfigModel):
         None, alias="sink.transactional-id-prefix",
         description="prefix of every Kafka transactional id (capture: `<prefix>.capture`, "
         "sink: `<prefix>.sink.<partition>`)")
+    sink_transaction_metadata_topic: KafkaTopic | None = Field(
+        None, alias="sink.transaction-metadata.topic",
+        description="opt-in: a BEGIN and an END record per MySQL transaction, as Debezium "
+        "writes them, go to this topic, and every message of a transaction gets "
+        "`transaction.id`, `.total_order` and `.data_collection_order` headers "
+        "(docs/output-contract.md, \"Transaction metadata\"); needs "
+        "sink.delivery-guarantee: exactly-once")
 
     @model_validator(mode="before")
     @classmethod
@@ -271,24 +276,6 @@ class UpsertKafkaSinkDef(KafkaSinkBase):
     @property
     def avro_value(self) -> bool:
         return self.value_format == avro_confluent.FORMAT
-
-
-def property_problems(sink: KafkaSinkBase) -> Found:
-    found: Found = []
-    props = sink.properties
-    if not props.get("bootstrap.servers", "").strip():
-        found.append(((PASS_THROUGH_PREFIX + "bootstrap.servers",), "required option is missing",
-                      "add 'properties.bootstrap.servers: host1:9092,host2:9092'"))
-    for key, why in _MANAGED_PROPERTIES.items():
-        if key in props:
-            found.append(((PASS_THROUGH_PREFIX + key,), "is managed by cdc-ingest",
-                          f"remove it: {why}"))
-    exactly_once = sink.sink_delivery_guarantee is DeliveryGuarantee.EXACTLY_ONCE
-    if exactly_once and props.get("enable.idempotence", "").lower() == "false":
-        found.append(((PASS_THROUGH_PREFIX + "enable.idempotence",),
-                      "must not be false with sink.delivery-guarantee: exactly-once",
-                      "remove properties.enable.idempotence"))
-    return found
 
 
 def _buffer_problems(sink: UpsertKafkaSinkDef) -> Found:

@@ -32,9 +32,11 @@ class Message:
 
 
 def read_topic(
-    config: dict[str, Any], topic: str, timeout_s: float = 30.0, settled: bool = False
+    config: dict[str, Any], topic: str, timeout_s: float = 30.0, settled: bool = False,
+    start: int = 0,
 ) -> Iterator[Message]:
-    """Every committed message of ``topic`` from the beginning to its current end.
+    """Every committed message of ``topic`` from the beginning (or offset ``start`` of each
+    partition) to its current end.
 
     The end is each partition's last stable offset when reading starts (what a
     read_committed consumer is told as its high watermark), so the read terminates even
@@ -55,11 +57,11 @@ def read_topic(
         ends: dict[int, int] = {}
         for p in info.partitions:
             low, high = watermarks(ends_of, TopicPartition(topic, p), timeout_s)
-            if high > low:
+            if high > max(low, start):
                 ends[p] = high
         if not ends:
             return
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
+        consumer.assign([TopicPartition(topic, p, start or OFFSET_BEGINNING) for p in ends])
         yield from _drain(consumer, topic, ends, timeout_s, settled)
     except KafkaException as exc:
         raise KafkaClientError(f"cannot read topic {topic}: {exc}") from exc
@@ -234,3 +236,15 @@ def _headers(raw: Any) -> tuple[tuple[str, bytes], ...]:
         return ()
     pairs = raw.items() if isinstance(raw, dict) else raw
     return tuple((str(k), v) for k, v in pairs if isinstance(v, bytes))
+
+
+def first_offset(config: dict[str, Any], topic: str, partition: int,
+                 timeout_s: float = 30.0) -> int:
+    """The partition's low watermark: the oldest offset retention has kept."""
+    consumer = _consumer(config, "read_committed")
+    try:
+        return watermarks(consumer, TopicPartition(topic, partition), timeout_s)[0]
+    except KafkaException as exc:
+        raise KafkaClientError(f"cannot read the first offset of {topic}: {exc}") from exc
+    finally:
+        consumer.close()

@@ -23,3 +23,14 @@ def sink_group_id(prefix: str) -> str:
 def signal_topic(prefix: str) -> str:
     """Requests to the running pipeline (``cdc-ingest snapshot``; capture/signals.py)."""
     return f"{prefix}.signals"
+
+
+def tx_parts_topic(prefix: str) -> str:
+    """What the sink's transactions wrote per MySQL transaction (transaction metadata,
+    sink/tx_parts.py), read by the driver, which writes BEGIN and END (sink/tx_metadata.py)."""
+    return f"{prefix}.tx-parts"
+
+
+def tx_metadata_transactional_id(prefix: str) -> str:
+    """The driver's writer of BEGIN and END records (one per pipeline; a second fences it)."""
+    return f"{prefix}.tx-metadata"

@@ -21,6 +21,7 @@ from cdc_ingest.sink.arrow_batches import Columns
 from cdc_ingest.sink.rekey import Cutover
 from cdc_ingest.sink.serde import Serde, SinkMessage
 from cdc_ingest.sink.settings import SinkSettings
+from cdc_ingest.sink.tx_parts import TX_RECORD, TxTally, with_tx_headers
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +52,14 @@ Chunk = tuple[list[SinkMessage] | Cutover, int]
 def chunks(
     settings: SinkSettings, serde: Serde, counters: Counters,
     batches: Iterator[tuple[int, Columns]], start: int, reset: Reset,
+    tally: TxTally | None = None,
 ) -> Iterator[Chunk]:  # fmt: skip
     """Records at or after ``start`` as (messages, last offset) chunks bounded in rows and
     time. The per-record loop: everything it can is looked up once, before it. A DDL record
     that empties a table is a chunk of its own, the table's tombstones, made only once the
-    caller has committed the chunk before it (a generator resumes after the caller's work)."""
+    caller has committed the chunk before it (a generator resumes after the caller's work).
+    ``tally`` (transaction metadata on, sink/tx_parts.py): row messages get their
+    ``transaction.*`` headers, and the ``TX`` records passed are noted in it."""
     add = serde.add
     monotonic = time.monotonic
     limit = settings.max_tx_rows
@@ -86,6 +90,12 @@ def chunks(
             if offset < start:
                 counters.skipped += 1  # an earlier attempt already committed it
                 continue
+            if key is None and value.startswith(TX_RECORD):  # a MySQL transaction's end
+                if tally is not None:
+                    tally.marker(value)
+                last, pending = offset, True
+                continue
+            first = len(messages)
             try:
                 ts = add(messages, key, value)
             except ValueError as exc:
@@ -95,6 +105,8 @@ def chunks(
                 ) from exc
             if ts > max_ts:  # noqa: PLR1730 - cheaper than calling max() per record
                 max_ts = ts
+            if tally is not None and key is not None and len(messages) > first:
+                with_tx_headers(messages, first, value)
             if key is None and serde.ddl is not None:  # DDL records alone have no key
                 ddl, serde.ddl = serde.ddl, None
                 log.info("changelog partition %d offset %d: DDL on %s.%s at binlog %s: %s",

@@ -45,6 +45,7 @@ from cdc_ingest.sink.spark import (
     spark_context_exists,
     spark_session,
 )
+from cdc_ingest.sink.tx_metadata import tx_metadata_writer
 from cdc_ingest.sink.writer import committed_offsets, write_partition
 
 log = logging.getLogger(__name__)
@@ -264,12 +265,16 @@ def run_sink(
         raise
     owns_session = not spark_context_exists()
     spark = spark_session(f"cdc-ingest-sink-{defn.pipeline.id}", master)
+    metadata = None
     try:
         changelog = _changelog_topic(defn, stop_event)
         if changelog is None:
             return  # stopped before there was anything to read
         partitions, limit = changelog
         settings = replace(settings, max_message_bytes=limit)
+        if (metadata := tx_metadata_writer(defn)) is not None:  # after a batch: BEGIN, END
+            metadata.start()
+            on_batch = metadata.after(on_batch)
         query = _start_query(spark, defn, settings, partitions, on_batch)
         try:
             _wait(query, stop_event, defn.pipeline.checkpoint_dir)
@@ -277,6 +282,8 @@ def run_sink(
             if query.isActive:  # an exception (KeyboardInterrupt included) got here
                 query.stop()
     finally:
+        if metadata is not None:
+            metadata.close()
         if owns_session:
             spark.stop()
 

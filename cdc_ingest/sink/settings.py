@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_ingest.change_events.address import EventOptions, event_options
 from cdc_ingest.kafka import client_config
-from cdc_ingest.model.names import sink_transactional_id
+from cdc_ingest.model.names import sink_transactional_id, tx_parts_topic
 from cdc_ingest.routing.routes import Router
 from cdc_ingest.sink.avro_registry import AvroSettings
 from cdc_ingest.transform.rules import RuleSpec
@@ -51,6 +51,9 @@ class SinkSettings:
     jackson_keys: bool = False
     # key/value.format: avro-confluent (cdc_ingest.sink.avro_serde); None: both json
     avro: AvroSettings | None = None
+    # sink.transaction-metadata.topic is set: each sink transaction also writes a part record
+    # here (sink/tx_parts.py; None: metadata off)
+    tx_parts_topic: str | None = None
 
     def producer_config(self) -> dict[str, Any]:
         return {"message.max.bytes": self.max_message_bytes, **self.kafka}
@@ -79,6 +82,8 @@ def sink_settings(defn: PipelineDef) -> SinkSettings:
         transforms=tuple(rule.spec(defn.source.metadata_list) for rule in defn.transforms),
         jackson_keys=getattr(sink, "jackson_keys", False),
         avro=_avro(defn),
+        tx_parts_topic=(tx_parts_topic(defn.transactional_id_prefix)
+                        if getattr(sink, "sink_transaction_metadata_topic", None) else None),
     )
 
 

@@ -34,6 +34,7 @@ from cdc_ingest.sink.resets import reset_messages
 from cdc_ingest.sink.serde import Serde, SinkMessage, SinkSerde, last_per_key
 from cdc_ingest.sink.settings import SinkSettings
 from cdc_ingest.sink.topics import SinkTopics
+from cdc_ingest.sink.tx_parts import TxTally
 
 log = logging.getLogger(__name__)
 
@@ -173,9 +174,10 @@ def write_partition(settings: SinkSettings, rows: Iterable[Any]) -> dict[str, An
 
 
 def _produce(producer: TransactionalProducer | PlainProducer, settings: SinkSettings,
-             counters: Counters, out: list[SinkMessage] | Cutover, last: int = -1) -> int:
+             counters: Counters, out: list[SinkMessage] | Cutover, last: int = -1,
+             tally: TxTally | None = None) -> int:
     """Send a chunk's messages; returns the last changelog offset they cover (a cutover
-    reads past its record)."""
+    reads past its record). ``tally``: counts them per MySQL transaction."""
     if isinstance(out, Cutover):
         for part in out.parts():
             _produce(producer, settings, counters, part)
@@ -184,6 +186,8 @@ def _produce(producer: TransactionalProducer | PlainProducer, settings: SinkSett
         return last
     if settings.buffer_max_rows:
         out = last_per_key(out)
+    if tally is not None:
+        tally.count(out)
     partition = settings.events.partition if settings.events is not None else -1
     counters.bytes_out += produce(producer.send, _sink_topics(settings),
                                   settings.dead_letter_topic, out, counters.per_table,
@@ -206,11 +210,17 @@ def _exactly_once(
         # 2. What earlier attempts committed: rows below it are already in the sink topics.
         start = group.committed(settings.changelog_topic, [partition]).get(partition, 0)
         serde, reset = _serde(settings, group, partition)
-        for messages, upto in chunks(settings, serde, counters, batches, start, reset):
-            # 3. One transaction: the sink records and the next input offset, or neither.
+        tally = TxTally(partition) if settings.tx_parts_topic else None
+        for messages, upto in chunks(settings, serde, counters, batches, start, reset,
+                                     tally):
+            # 3. One transaction: the sink records, what they were of which MySQL
+            # transaction (transaction metadata), and the next input offset, or none.
             producer.begin()
             try:
-                last = _produce(producer, settings, counters, messages, upto)
+                last = _produce(producer, settings, counters, messages, upto, tally)
+                part = tally.part(last) if tally is not None else None
+                if part is not None and settings.tx_parts_topic is not None:
+                    producer.send(settings.tx_parts_topic, part, None, partition=0)
                 producer.send_offsets(
                     offset_list(settings.changelog_topic, partition, last + 1),
                     group.group_metadata(),

@@ -1,0 +1,181 @@
+"""The transaction metadata topic's writer: BEGIN and END per MySQL transaction, exactly once
+(docs/output-contract.md, "Transaction metadata"; the tasks' side: sink/tx_parts.py).
+
+Runs in the sink's driver, at start and after every micro-batch. It reads the part records
+the tasks committed since it last did (read_committed, from the offset its state names), adds
+each MySQL transaction's messages up per sink topic, and counts the partitions whose task has
+passed the transaction's ``TX`` record. A transaction is whole once all of them have: every
+partition holds its rows before its ``TX`` record, and a task commits a part with the messages
+it describes. Then its BEGIN and END go to the metadata topic. Transactions become whole in
+commit order (each partition holds the ``TX`` records in that order, and each partition's parts
+are read in the order they were committed), so ENDs are written in commit order.
+
+Exactly once: the records written, and the state that says how far the parts are read and what
+is known of the transactions not yet whole, go in one Kafka transaction of our own
+transactional id (a second driver fences the first). The state is a record in the pipeline's
+compacted offsets topic, under its own key; a restart goes on from the last committed one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from cdc_ingest.errors import SinkError
+from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer, client_config, read_topic
+from cdc_ingest.kafka.consumer import first_offset
+from cdc_ingest.model.names import tx_metadata_transactional_id, tx_parts_topic
+
+if TYPE_CHECKING:
+    from cdc_ingest.config import PipelineDef
+
+BatchCallback = Callable[[int, list[dict[str, Any]]], None]
+
+log = logging.getLogger(__name__)
+
+STATE_KEY = b'{"sink":"transaction-metadata"}'
+STATE_VERSION = 1
+
+
+def begin_end(tx_id: str, counts: dict[str, int], ts_ms: int) -> tuple[bytes, bytes, bytes]:
+    """(key, BEGIN, END) of a transaction as Debezium writes them."""
+    key = orjson.dumps({"id": tx_id})
+    begin = orjson.dumps({"status": "BEGIN", "id": tx_id, "event_count": None,
+                          "data_collections": None, "ts_ms": ts_ms})
+    end = orjson.dumps({
+        "status": "END", "id": tx_id, "event_count": sum(counts.values()),
+        "data_collections": [{"data_collection": topic, "event_count": n}
+                             for topic, n in sorted(counts.items())],
+        "ts_ms": ts_ms})
+    return key, begin, end
+
+
+class Tally:
+    """The transactions not yet whole: id -> [partitions passed, partitions there are,
+    messages per topic, commit time]; parts are added in the order they were committed."""
+
+    def __init__(self, open_: dict[str, list[Any]] | None = None) -> None:
+        self.open: dict[str, list[Any]] = dict(open_ or {})
+
+    def add(self, part: dict[str, Any]) -> list[tuple[str, dict[str, int], int]]:
+        """One part record; returns the transactions it made whole, in commit order, with
+        their messages per topic and commit time."""
+        whole = []
+        for tx_id, counts, partitions, ts in part["tx"]:
+            entry = self.open.get(tx_id)
+            if entry is None:
+                entry = self.open[tx_id] = [0, 0, {}, 0]
+            seen = entry[2]
+            for topic, n in counts.items():
+                seen[topic] = seen.get(topic, 0) + n
+            if partitions:
+                entry[0] += 1
+                entry[1], entry[3] = partitions, ts
+                if entry[0] >= entry[1]:
+                    del self.open[tx_id]
+                    whole.append((tx_id, seen, entry[3]))
+        return whole
+
+
+class TxMetadataWriter:
+    def __init__(self, kafka: dict[str, Any], parts_topic: str, metadata_topic: str,
+                 state_topic: str, transactional_id: str, replication: int = -1) -> None:
+        self._kafka = kafka
+        self._parts = parts_topic
+        self._metadata = metadata_topic
+        self._state_topic = state_topic
+        self._producer = TransactionalProducer(kafka, transactional_id)
+        self._replication = replication
+        self._next = 0  # the next parts offset to read
+        self._tally = Tally()
+        self.written = 0  # transactions whose BEGIN and END this writer wrote
+
+    def start(self) -> None:
+        """Create the topics it needs, fence an older writer, and load the committed state."""
+        admin = TopicAdmin(self._kafka)
+        admin.ensure_all([TopicSpec(self._parts, 1, self._replication),
+                          TopicSpec(self._metadata, 1, self._replication)])
+        self._producer.init()
+        state = None
+        for msg in read_topic(self._kafka, self._state_topic):
+            if msg.key == STATE_KEY and msg.value is not None:
+                state = orjson.loads(msg.value)
+        if state is not None:
+            self._next = int(state["next"])
+            self._tally = Tally(state["open"])
+        log.info("transaction metadata: %s, parts read from offset %d, %d transaction(s) "
+                 "not yet whole", self._metadata, self._next, len(self._tally.open))
+        self.catch_up()
+
+    def catch_up(self) -> int:
+        """Read the parts committed since the last call; write the BEGIN and END of every
+        transaction they made whole, with the new state, in one Kafka transaction. Returns
+        how many transactions it wrote."""
+        self._check_retention()
+        records: list[tuple[bytes, bytes, bytes]] = []
+        last = self._next - 1
+        for msg in read_topic(self._kafka, self._parts, settled=True, start=self._next):
+            last = msg.offset
+            if msg.value is None:
+                continue
+            for tx_id, counts, ts in self._tally.add(orjson.loads(msg.value)):
+                if counts:  # a transaction the sink wrote nothing of gets no records
+                    records.append(begin_end(tx_id, counts, ts))
+        if last < self._next:
+            return 0
+        self._next = last + 1
+        producer = self._producer
+        producer.begin()
+        try:
+            for key, begin, end in records:
+                producer.send(self._metadata, begin, key, partition=0)
+                producer.send(self._metadata, end, key, partition=0)
+            state = {"v": STATE_VERSION, "next": self._next, "open": self._tally.open}
+            producer.send(self._state_topic, orjson.dumps(state), STATE_KEY)
+            producer.commit()
+        except BaseException:
+            if producer.in_transaction:
+                producer.abort()
+            raise
+        self.written += len(records)
+        return len(records)
+
+    def _check_retention(self) -> None:
+        low = first_offset(self._kafka, self._parts, 0)
+        if low > self._next:
+            raise SinkError(
+                f"the transaction metadata's parts topic {self._parts} no longer holds offsets "
+                f"{self._next}..{low - 1} (deleted by retention before they were read), so "
+                "the counts of the MySQL transactions they describe are lost and no END "
+                "can be written for them exactly. Nothing was written. Fix: raise the "
+                "topic's retention.ms (its records are small) so it cannot happen again; to "
+                "go on, start the pipeline under a new pipeline.name, whose metadata starts "
+                "afresh")
+
+    def after(self, on_batch: BatchCallback | None) -> BatchCallback:
+        """The sink job's per-batch callback: catch up, then ``on_batch``."""
+        def done(batch_id: int, results: list[dict[str, Any]]) -> None:
+            written = self.catch_up()
+            if written:
+                log.info("batch %d: BEGIN and END of %d MySQL transaction(s) written to %s",
+                         batch_id, written, self._metadata)
+            if on_batch is not None:
+                on_batch(batch_id, results)
+        return done
+
+    def close(self) -> None:
+        self._producer.close()
+
+
+def tx_metadata_writer(defn: PipelineDef) -> TxMetadataWriter | None:
+    """The pipeline's writer of BEGIN and END, or None when the metadata is off."""
+    topic = getattr(defn.sink, "sink_transaction_metadata_topic", None)
+    if not topic:
+        return None
+    prefix = defn.transactional_id_prefix
+    return TxMetadataWriter(client_config(defn.sink.properties), tx_parts_topic(prefix), topic,
+                            defn.pipeline.offsets_topic, tx_metadata_transactional_id(prefix),
+                            defn.sink.topic_replication_factor or -1)
