@@ -1,0 +1,168 @@
+"""Transaction metadata's pieces: capture's table orders and TX records, the headers a task
+reads back from a row record, a task's part records, and the driver's adding up of parts
+into BEGIN and END (docs/output-contract.md, "Transaction metadata")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from cdc_ingest.capture.binlog_schema import ColumnSpec, FieldType, TableSchema
+from cdc_ingest.capture.decoder import compiled_available
+from cdc_ingest.capture.encode import KeyPlan, TableEncoder, table_encoder
+from cdc_ingest.capture.tx_marks import TxMarks
+from cdc_ingest.model.changelog import snapshot_value
+from cdc_ingest.sink.tx_metadata import Tally, begin_end
+from cdc_ingest.sink.tx_parts import TX_RECORD, TxTally, tx_headers, with_tx_headers
+
+# a table whose column names are the envelope's own, so a search from the wrong end would
+# find the row's fields
+SCHEMA = TableSchema("db", "t", (ColumnSpec("id", FieldType.LONG),
+                                 ColumnSpec("pos", FieldType.VARCHAR),
+                                 ColumnSpec("ts_ms", FieldType.LONG),
+                                 ColumnSpec("table_delta", FieldType.LONG)), ("id",))
+ROWS = [(None, [1, '","pos":"x#9"}', 5, 7]), (None, [2, "b", 6, 8])]
+
+
+def _encoders() -> list[Any]:
+    plan = KeyPlan(SCHEMA, "test")
+    found = [TableEncoder(SCHEMA, plan)]
+    if compiled_available():
+        found.append(table_encoder(SCHEMA, plan))
+        assert type(found[1]) is not TableEncoder
+    return found
+
+
+def _values(encoder: Any, delta: int | None) -> list[bytes]:
+    sent: list[bytes] = []
+    encoder.produce_rows(lambda t, v, k, ts: sent.append(v), "t", "I", ROWS, 4, "0-1-7",
+                         1000, None, None, delta)
+    return sent
+
+
+@pytest.mark.parametrize("encoder", _encoders(), ids=lambda e: type(e).__name__)
+def test_rows_carry_table_delta_only_with_metadata_and_the_headers_read_back(
+        encoder: Any) -> None:
+    plain = _values(encoder, None)
+    assert b"table_delta\":-" not in plain[0] and b',"table_delta":' not in plain[0][-40:]
+    assert [tx_headers(v) for v in plain] == [
+        [("transaction.id", b"0-1-7"), ("transaction.total_order", b"4"),
+         ("transaction.data_collection_order", b"4")],
+        [("transaction.id", b"0-1-7"), ("transaction.total_order", b"5"),
+         ("transaction.data_collection_order", b"5")]]
+    with_delta = _values(encoder, -2)
+    assert [orjson.loads(v)["table_delta"] for v in with_delta] == [-2, -2]
+    assert [orjson.loads(v)["after"]["table_delta"] for v in with_delta] == [7, 8]
+    assert [tx_headers(v) for v in with_delta] == [
+        [("transaction.id", b"0-1-7"), ("transaction.total_order", b"4"),
+         ("transaction.data_collection_order", b"2")],
+        [("transaction.id", b"0-1-7"), ("transaction.total_order", b"5"),
+         ("transaction.data_collection_order", b"3")]]
+    assert _values(_encoders()[0], -2) == with_delta  # both encoders, the same bytes
+
+
+def test_a_snapshot_row_has_no_transaction() -> None:
+    value = snapshot_value("db", "t", {"id": 1}, {"id": 1, "pos": "a#1"}, 5)
+    assert tx_headers(value) is None
+
+
+def test_a_gtid_with_colons_and_a_file_position_id() -> None:
+    for tx_id in ("3e11fa47-71ca-11e1-9e33-c80aa9429562:23", "binlog.000003:1234"):
+        value = b'{"v":1,"op":"+I","after":{},"ts_ms":1,"pos":"%b#12"}' % tx_id.encode()
+        assert tx_headers(value) == [("transaction.id", tx_id.encode()),
+                                     ("transaction.total_order", b"12"),
+                                     ("transaction.data_collection_order", b"12")]
+
+
+def test_headers_are_added_per_message_without_touching_the_shared_list() -> None:
+    shared = [("tableName", b"t")]
+    messages: list[Any] = [("a", b"k0", b"v", shared, 1, "db.t"),
+                           ("a", b"k1", b"v", shared, 1, "db.t"),
+                           ("b", b"k1", b"v", None, 1, "db.t")]
+    value = b'{"op":"+I","ts_ms":1,"table_delta":3,"pos":"0-1-2#4"}'
+    with_tx_headers(messages, 1, value)
+    assert messages[0][3] is shared and shared == [("tableName", b"t")]
+    assert messages[1][3] == [("tableName", b"t"), ("transaction.id", b"0-1-2"),
+                              ("transaction.total_order", b"4"),
+                              ("transaction.data_collection_order", b"7")]
+    assert messages[2][3] == messages[1][3][1:]
+
+
+def _tx_record(tx_id: str, partitions: int = 2, ts: int = 9) -> bytes:
+    value = orjson.dumps({"v": 1, "op": "TX", "id": tx_id, "partitions": partitions,
+                          "ts_ms": ts})
+    assert value.startswith(TX_RECORD)
+    return value
+
+
+def _message(topic: str, tx_id: str | None) -> Any:
+    headers = None if tx_id is None else [("transaction.id", tx_id.encode()),
+                                          ("transaction.total_order", b"1"),
+                                          ("transaction.data_collection_order", b"1")]
+    return (topic, b"k", b"v", headers, 1, "db.t")
+
+
+def test_a_task_tallies_messages_and_tx_records_per_transaction_in_order() -> None:
+    tally = TxTally(partition=1)
+    assert tally.part(5) is None
+    tally.marker(_tx_record("A"))
+    tally.count([_message("orders", "B"), _message("lines", "B"), _message("lines", "B"),
+                 _message("orders", None)])
+    tally.marker(_tx_record("B"))
+    part = orjson.loads(tally.part(41) or b"")
+    assert part == {"v": 1, "partition": 1, "last": 41,
+                    "tx": [["A", {}, 2, 9], ["B", {"orders": 1, "lines": 2}, 2, 9]]}
+    assert tally.part(42) is None  # it starts again
+
+
+def _part(*entries: Any) -> dict[str, Any]:
+    return {"v": 1, "partition": 0, "last": 0, "tx": [list(e) for e in entries]}
+
+
+def test_a_transaction_is_whole_once_every_partition_passed_its_tx_record() -> None:
+    tally = Tally()
+    # partition 0 wrote 2 orders messages of A and passed A's TX; partition 1 is behind
+    assert tally.add(_part(["A", {"orders": 2}, 2, 7])) == []
+    assert tally.add(_part(["A", {"lines": 1}, 0, 0])) == []  # partition 1, no TX yet
+    # partition 1 passes A's TX and B's (B wrote nothing there); B waits for partition 0
+    assert tally.add(_part(["A", {"lines": 3}, 2, 7], ["B", {}, 2, 8])) == [
+        ("A", {"orders": 2, "lines": 4}, 7)]
+    assert list(tally.open) == ["B"]
+    assert tally.add(_part(["B", {"x": 1}, 2, 8])) == [("B", {"x": 1}, 8)]
+    assert tally.open == {}
+
+
+def test_the_state_survives_as_json() -> None:
+    tally = Tally()
+    tally.add(_part(["A", {"orders": 2}, 3, 7]))
+    again = Tally(orjson.loads(orjson.dumps(tally.open)))
+    again.add(_part(["A", {}, 3, 7]))
+    assert again.add(_part(["A", {"orders": 1}, 3, 7])) == [("A", {"orders": 3}, 7)]
+
+
+def test_begin_and_end_as_debezium_writes_them() -> None:
+    key, begin, end = begin_end("0-1-9", {"shop.orders": 1, "shop.lines": 2}, 1700)
+    assert key == b'{"id":"0-1-9"}'
+    assert begin == (b'{"status":"BEGIN","id":"0-1-9","event_count":null,'
+                     b'"data_collections":null,"ts_ms":1700}')
+    assert end == (b'{"status":"END","id":"0-1-9","event_count":3,"data_collections":['
+                   b'{"data_collection":"shop.lines","event_count":2},'
+                   b'{"data_collection":"shop.orders","event_count":1}],"ts_ms":1700}')
+
+
+def test_capture_numbers_rows_per_table_and_ends_transactions_with_rows_only() -> None:
+    marks = TxMarks(True, partitions=3)
+    marks.begin()
+    assert marks.end(5) is None  # no rows of a captured table: no TX record
+    marks.begin()
+    assert marks.rows("0-1-3", "db", "a", 0, 2) == 0      # a: rows 1-2 -> 1-2
+    assert marks.rows("0-1-3", "db", "b", 2, 3) == -2     # b: rows 3-5 -> 1-3
+    assert marks.rows("0-1-3", "db", "a", 5, 1) == -3     # a: row 6 -> 3
+    assert orjson.loads(marks.end(77) or b"") == {"v": 1, "op": "TX", "id": "0-1-3",
+                                                  "partitions": 3, "ts_ms": 77}
+    marks.begin()
+    assert marks.rows("0-1-4", "db", "a", 0, 1) == 0  # counting starts again
+    off = TxMarks(False, partitions=3)
+    assert off.rows("0-1-3", "db", "a", 0, 2) is None and off.end(1) is None
