@@ -134,14 +134,14 @@ def follow_topics(config: dict[str, Any], topics: list[str],
         consumer.close()
 
 
-def _consumer(config: dict[str, Any], isolation: str) -> Consumer:
+def _consumer(config: dict[str, Any], isolation: str, reset: str = "earliest") -> Consumer:
     return Consumer(
         {
             **with_logger(config),
             "group.id": f"cdc-ingest-reader-{uuid.uuid4().hex}",
             "enable.auto.commit": False,
             "isolation.level": isolation,
-            "auto.offset.reset": "earliest",
+            "auto.offset.reset": reset,
             "enable.partition.eof": True,
             # A read ends at a partition's end, which it learns from a fetch that finds
             # nothing more; the broker holds such a fetch this long (librdkafka's default
@@ -248,3 +248,51 @@ def first_offset(config: dict[str, Any], topic: str, partition: int,
         raise KafkaClientError(f"cannot read the first offset of {topic}: {exc}") from exc
     finally:
         consumer.close()
+
+
+class OffsetGone(KafkaClientError):
+    """The offset to read from is no longer in the partition (deleted by retention)."""
+
+
+class PartitionReader:
+    """One partition read read_committed from a given offset, in steps: each
+    :meth:`available` returns what is committed and not yet returned (stopping at the last
+    stable offset, never waiting for an open transaction). A start offset retention has
+    deleted raises :class:`OffsetGone`, never a silent jump."""
+
+    def __init__(self, config: dict[str, Any], topic: str, partition: int, start: int) -> None:
+        self._consumer = _consumer(config, "read_committed", reset="error")
+        self._consumer.assign([TopicPartition(topic, partition, start)])
+        self._topic, self._partition = topic, partition
+        self._next = start  # past every message returned
+        low = first_offset(config, topic, partition)
+        if low > start:
+            raise OffsetGone(f"{topic} partition {partition} starts at offset {low}, after "
+                             f"{start}, the next one to read")
+
+    def available(self, timeout_s: float = 30.0) -> list[Message]:
+        out: list[Message] = []
+        part = TopicPartition(self._topic, self._partition)
+        end = watermarks(self._consumer, part, timeout_s)[1]  # read_committed: the LSO
+        deadline = time.monotonic() + timeout_s
+        while max(self._next, _position(self._consumer, self._topic, self._partition)) < end:
+            if time.monotonic() > deadline:
+                raise KafkaClientError(f"timed out reading {self._topic} partition "
+                                       f"{self._partition} up to offset {end}")
+            msg = self._consumer.poll(0.1)
+            if msg is None:
+                continue
+            error = msg.error()
+            if error is None:
+                out.append(_message(msg))
+                self._next = out[-1].offset + 1
+            elif error.code() == KafkaError._PARTITION_EOF:
+                break
+            elif error.code() == KafkaError.OFFSET_OUT_OF_RANGE:
+                raise OffsetGone(f"reading {self._topic} partition {self._partition}: {error}")
+            else:
+                raise KafkaClientError(f"reading {self._topic} failed: {error}")
+        return out
+
+    def close(self) -> None:
+        self._consumer.close()

@@ -18,7 +18,9 @@ compacted offsets topic, under its own key; a restart goes on from the last comm
 
 from __future__ import annotations
 
+import _thread
 import logging
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +28,7 @@ import orjson
 
 from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer, client_config, read_topic
-from cdc_ingest.kafka.consumer import first_offset
+from cdc_ingest.kafka.consumer import OffsetGone, PartitionReader
 from cdc_ingest.model.names import tx_metadata_transactional_id, tx_parts_topic
 
 if TYPE_CHECKING:
@@ -38,6 +40,7 @@ log = logging.getLogger(__name__)
 
 STATE_KEY = b'{"sink":"transaction-metadata"}'
 STATE_VERSION = 1
+IDLE_CATCH_UP_S = 0.2  # how often the background thread looks for new parts
 
 
 def begin_end(tx_id: str, counts: dict[str, int], ts_ms: int) -> tuple[bytes, bytes, bytes]:
@@ -81,6 +84,13 @@ class Tally:
 
 
 class TxMetadataWriter:
+    """Started once per sink run (:meth:`start`); catches up after every micro-batch (the
+    job's callback, :meth:`after`: a failure fails the batch) and every
+    :data:`IDLE_CATCH_UP_S` in a thread of its own, so the END of a batch's last transaction
+    is written even when no batch follows (a task's commit markers can become visible just
+    after the batch ends). A failure in that thread stops the sink (the main thread is
+    interrupted), after it was logged."""
+
     def __init__(self, kafka: dict[str, Any], parts_topic: str, metadata_topic: str,
                  state_topic: str, transactional_id: str, replication: int = -1) -> None:
         self._kafka = kafka
@@ -91,10 +101,15 @@ class TxMetadataWriter:
         self._replication = replication
         self._next = 0  # the next parts offset to read
         self._tally = Tally()
+        self._reader: PartitionReader | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
         self.written = 0  # transactions whose BEGIN and END this writer wrote
 
     def start(self) -> None:
-        """Create the topics it needs, fence an older writer, and load the committed state."""
+        """Create the topics it needs, fence an older writer, load the committed state,
+        catch up, and start catching up in the background."""
         admin = TopicAdmin(self._kafka)
         admin.ensure_all([TopicSpec(self._parts, 1, self._replication),
                           TopicSpec(self._metadata, 1, self._replication)])
@@ -108,25 +123,48 @@ class TxMetadataWriter:
             self._tally = Tally(state["open"])
         log.info("transaction metadata: %s, parts read from offset %d, %d transaction(s) "
                  "not yet whole", self._metadata, self._next, len(self._tally.open))
+        try:
+            self._reader = PartitionReader(self._kafka, self._parts, 0, self._next)
+        except OffsetGone as exc:
+            raise self._gone(exc) from exc
         self.catch_up()
+        self._thread = threading.Thread(target=self._run, name="tx-metadata", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(IDLE_CATCH_UP_S):
+            try:
+                self.catch_up()
+            except Exception:
+                log.exception("writing the transaction metadata failed; stopping the sink")
+                _thread.interrupt_main()
+                return
 
     def catch_up(self) -> int:
         """Read the parts committed since the last call; write the BEGIN and END of every
         transaction they made whole, with the new state, in one Kafka transaction. Returns
         how many transactions it wrote."""
-        self._check_retention()
-        records: list[tuple[bytes, bytes, bytes]] = []
-        last = self._next - 1
-        for msg in read_topic(self._kafka, self._parts, settled=True, start=self._next):
-            last = msg.offset
-            if msg.value is None:
-                continue
-            for tx_id, counts, ts in self._tally.add(orjson.loads(msg.value)):
-                if counts:  # a transaction the sink wrote nothing of gets no records
-                    records.append(begin_end(tx_id, counts, ts))
-        if last < self._next:
-            return 0
-        self._next = last + 1
+        with self._lock:
+            assert self._reader is not None, "start() first"
+            try:
+                parts = self._reader.available()
+            except OffsetGone as exc:
+                raise self._gone(exc) from exc
+            if not parts:
+                return 0
+            records = []
+            for msg in parts:
+                if msg.value is None:
+                    continue
+                for tx_id, counts, ts in self._tally.add(orjson.loads(msg.value)):
+                    if counts:  # a transaction the sink wrote nothing of gets no records
+                        records.append(begin_end(tx_id, counts, ts))
+            self._next = parts[-1].offset + 1
+            self._write(records)
+            self.written += len(records)
+            return len(records)
+
+    def _write(self, records: list[tuple[bytes, bytes, bytes]]) -> None:
         producer = self._producer
         producer.begin()
         try:
@@ -140,20 +178,15 @@ class TxMetadataWriter:
             if producer.in_transaction:
                 producer.abort()
             raise
-        self.written += len(records)
-        return len(records)
 
-    def _check_retention(self) -> None:
-        low = first_offset(self._kafka, self._parts, 0)
-        if low > self._next:
-            raise SinkError(
-                f"the transaction metadata's parts topic {self._parts} no longer holds offsets "
-                f"{self._next}..{low - 1} (deleted by retention before they were read), so "
-                "the counts of the MySQL transactions they describe are lost and no END "
-                "can be written for them exactly. Nothing was written. Fix: raise the "
-                "topic's retention.ms (its records are small) so it cannot happen again; to "
-                "go on, start the pipeline under a new pipeline.name, whose metadata starts "
-                "afresh")
+    def _gone(self, exc: OffsetGone) -> SinkError:
+        return SinkError(
+            f"the transaction metadata's parts topic {self._parts} no longer holds offset "
+            f"{self._next} ({exc}): it was deleted by retention before it was read, so the "
+            "counts of the MySQL transactions it described are lost and no END can be "
+            "written for them exactly. Nothing was written. Fix: raise the topic's "
+            "retention.ms (its records are small) so it cannot happen again; to go on, start "
+            "the pipeline under a new pipeline.name, whose metadata starts afresh")
 
     def after(self, on_batch: BatchCallback | None) -> BatchCallback:
         """The sink job's per-batch callback: catch up, then ``on_batch``."""
@@ -167,7 +200,13 @@ class TxMetadataWriter:
         return done
 
     def close(self) -> None:
-        self._producer.close()
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(60)
+        with self._lock:
+            if self._reader is not None:
+                self._reader.close()
+            self._producer.close()
 
 
 def tx_metadata_writer(defn: PipelineDef) -> TxMetadataWriter | None:
