@@ -40,4 +40,11 @@ def property_problems(sink: KafkaSinkBase) -> Found:
                       "are exact only when every message is written once)",
                       "set sink.delivery-guarantee: exactly-once, or remove "
                       "sink.transaction-metadata.topic"))
+    if sink.sink_transaction_metadata_topic and sink.buffer_flush_enabled:
+        found.append((("sink.transaction-metadata.topic",),
+                      "cannot be used with sink.buffer-flush.*: buffering drops a message a "
+                      "later one of the same key overwrites, so a transaction's messages "
+                      "would be missing rows that it changed",
+                      "remove sink.buffer-flush.max-rows and sink.buffer-flush.interval, or "
+                      "sink.transaction-metadata.topic"))
     return found

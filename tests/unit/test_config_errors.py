@@ -493,3 +493,21 @@ def test_typed_event_options_are_checked_against_the_format_and_transforms() -> 
     doc["transform"] = doc["transform"][1:]
     defn = parse_pipeline(yaml.safe_dump(doc), {})
     assert defn.sink.typed  # type: ignore[union-attr]
+
+
+def test_transaction_metadata_needs_exactly_once_and_no_buffering() -> None:
+    problem = only(minimal(sink={"sink.transaction-metadata.topic": "tx"}),
+                   "sink.sink.transaction-metadata.topic")
+    assert "needs sink.delivery-guarantee: exactly-once" in problem.message
+    assert problem.fix.startswith("set sink.delivery-guarantee: exactly-once")
+    buffered = only(minimal(sink={"sink.transaction-metadata.topic": "tx",
+                                  "sink.delivery-guarantee": "exactly-once",
+                                  "sink.buffer-flush.max-rows": 10,
+                                  "sink.buffer-flush.interval": "1s"}),
+                    "sink.sink.transaction-metadata.topic")
+    assert "sink.buffer-flush" in buffered.message
+    for sink_type in ("upsert-kafka", "kafka"):
+        doc = minimal(sink={"type": sink_type, "sink.transaction-metadata.topic": "tx",
+                            "sink.delivery-guarantee": "exactly-once"})
+        assert parse_pipeline(yaml.safe_dump(doc), {}).sink.sink_transaction_metadata_topic \
+            == "tx"
