@@ -84,12 +84,12 @@ class Tally:
 
 
 class TxMetadataWriter:
-    """Started once per sink run (:meth:`start`); catches up after every micro-batch (the
-    job's callback, :meth:`after`: a failure fails the batch) and every
-    :data:`IDLE_CATCH_UP_S` in a thread of its own, so the END of a batch's last transaction
-    is written even when no batch follows (a task's commit markers can become visible just
-    after the batch ends). A failure in that thread stops the sink (the main thread is
-    interrupted), after it was logged."""
+    """Started once per sink run (:meth:`start`); then catches up in a thread of its own,
+    woken by the end of every micro-batch (:meth:`after`) and every :data:`IDLE_CATCH_UP_S`,
+    so the END of a batch's last transaction is written even when no batch follows (a task's
+    commit markers can become visible just after the batch ends), and no batch waits for it.
+    A failure there is logged and stops the sink (the main thread is interrupted; the next
+    batch fails too)."""
 
     def __init__(self, kafka: dict[str, Any], parts_topic: str, metadata_topic: str,
                  state_topic: str, transactional_id: str, replication: int = -1) -> None:
@@ -104,6 +104,8 @@ class TxMetadataWriter:
         self._reader: PartitionReader | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._wake = threading.Event()  # a batch ended: look for its parts now
+        self._failure: Exception | None = None
         self._thread: threading.Thread | None = None
         self.written = 0  # transactions whose BEGIN and END this writer wrote
 
@@ -132,10 +134,15 @@ class TxMetadataWriter:
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(IDLE_CATCH_UP_S):
+        while not self._stop.is_set():
+            self._wake.wait(IDLE_CATCH_UP_S)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
             try:
                 self.catch_up()
-            except Exception:
+            except Exception as exc:
+                self._failure = exc
                 log.exception("writing the transaction metadata failed; stopping the sink")
                 _thread.interrupt_main()
                 return
@@ -162,6 +169,9 @@ class TxMetadataWriter:
             self._next = parts[-1].offset + 1
             self._write(records)
             self.written += len(records)
+            if records:
+                log.debug("BEGIN and END of %d MySQL transaction(s) written to %s",
+                          len(records), self._metadata)
             return len(records)
 
     def _write(self, records: list[tuple[bytes, bytes, bytes]]) -> None:
@@ -189,18 +199,20 @@ class TxMetadataWriter:
             "the pipeline under a new pipeline.name, whose metadata starts afresh")
 
     def after(self, on_batch: BatchCallback | None) -> BatchCallback:
-        """The sink job's per-batch callback: catch up, then ``on_batch``."""
+        """The sink job's per-batch callback: wake the writer (the batch does not wait for
+        it), then ``on_batch``. A writer that failed fails the batch."""
         def done(batch_id: int, results: list[dict[str, Any]]) -> None:
-            written = self.catch_up()
-            if written:
-                log.info("batch %d: BEGIN and END of %d MySQL transaction(s) written to %s",
-                         batch_id, written, self._metadata)
+            if self._failure is not None:
+                raise SinkError(f"writing the transaction metadata to {self._metadata} "
+                                f"failed: {self._failure}") from self._failure
+            self._wake.set()
             if on_batch is not None:
                 on_batch(batch_id, results)
         return done
 
     def close(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(60)
         with self._lock:
