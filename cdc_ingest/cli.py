@@ -149,13 +149,19 @@ def verify(config_path: Path, max_diffs: int, wait_s: float) -> None:
 @config_option
 @click.argument("topics", nargs=-1)
 @click.option("--from-beginning", is_flag=True, help="every message, not only new ones")
-def watch(config_path: Path, topics: tuple[str, ...], from_beginning: bool) -> None:
+@click.option("--transactions", is_flag=True,
+              help="whole MySQL transactions in commit order, one block each (needs "
+              "sink.transaction-metadata.topic)")
+def watch(config_path: Path, topics: tuple[str, ...], from_beginning: bool,
+          transactions: bool) -> None:
     """Print the sink topics' messages as they are committed (key, value, headers) until
-    Ctrl-C; TOPICS default to every sink topic of the pipeline."""
-    from cdc_ingest.commands.watch import watch_topics
+    Ctrl-C; TOPICS default to every sink topic of the pipeline. --transactions: one block per
+    whole MySQL transaction (a header line, then its messages), in commit order."""
+    from cdc_ingest.commands.watch import watch_topics, watch_transactions
     from cdc_ingest.config import load_pipeline
 
-    watch_topics(load_pipeline(config_path), list(topics), from_beginning, click.echo)
+    follow = watch_transactions if transactions else watch_topics
+    follow(load_pipeline(config_path), list(topics), from_beginning, click.echo)
 
 
 @cli.command()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from cdc_ingest.change_events.avro_reader import AvroReader, shown
@@ -10,6 +11,8 @@ from cdc_ingest.config import PipelineDef
 from cdc_ingest.kafka import client_config
 from cdc_ingest.kafka.consumer import Message, follow_topics
 from cdc_ingest.mysql import connection_settings
+from cdc_ingest.transactions import Item, Standalone, TransactionReader, TxMessage
+from cdc_ingest.transactions.pipeline import metadata_topic_of
 from cdc_ingest.verify.mysql import MySqlSide
 from cdc_ingest.verify.run import avro_reader, topics_of
 
@@ -23,7 +26,7 @@ def sink_topics(defn: PipelineDef) -> list[str]:
         mysql.close()
 
 
-def line(m: Message, avro: AvroReader | None = None) -> str:
+def line(m: Message | TxMessage | Standalone, avro: AvroReader | None = None) -> str:
     """One message for a person; ``avro``: keys and values in avro-confluent, shown in the
     JSON form (as a json topic holds them)."""
     raw_key, raw_value = shown(avro, "key", m.key), shown(avro, "value", m.value)
@@ -60,3 +63,37 @@ def watch_topics(defn: PipelineDef, topics: list[str], from_beginning: bool,
             echo(line(m, avro))
     except KeyboardInterrupt:
         pass
+
+
+def block(item: Item, avro: AvroReader | None = None) -> str:
+    """A whole transaction as a header line and its messages, or a standalone message's line."""
+    if isinstance(item, Standalone):
+        return line(item, avro)
+    counts = ", ".join(f"{topic} {n}" for topic, n in item.data_collections.items())
+    when = datetime.fromtimestamp(item.ts_ms / 1000, UTC).isoformat(timespec="milliseconds")
+    head = f"transaction {item.id} ({item.event_count} messages: {counts}) committed {when}"
+    return "\n".join([head, *(f"  {line(m, avro)}" for m in item.messages)])
+
+
+def watch_transactions(defn: PipelineDef, topics: list[str], from_beginning: bool,
+                       echo: Callable[[str], None]) -> None:
+    """``watch --transactions``: whole MySQL transactions, in commit order, as they are
+    committed (cdc_ingest/transactions), and the messages of no transaction as they come."""
+    metadata_topic = metadata_topic_of(defn)  # exit 2 naming the option when it is not set
+    chosen = topics or sink_topics(defn)
+    if not chosen:
+        echo("watch: the pipeline captures no table that exists in MySQL; nothing to follow")
+        return
+    since = "from the beginning" if from_beginning else "new transactions"
+    echo(f"following whole transactions in {', '.join(chosen)} with {metadata_topic} "
+         f"({since}; Ctrl-C stops)")
+    kafka = client_config(defn.sink.properties)
+    avro = _avro_reader(defn, kafka)
+    reader = TransactionReader(kafka, chosen, metadata_topic, new_only=not from_beginning)
+    try:
+        for item in reader:
+            echo(block(item, avro))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        reader.close()
