@@ -92,7 +92,7 @@ def chunks(
                 continue
             if key is None and value.startswith(TX_RECORD):  # a MySQL transaction's end
                 if tally is not None:
-                    tally.marker(value)
+                    tally.marker(value, offset)
                 last, pending = offset, True
                 continue
             first = len(messages)
@@ -106,7 +106,7 @@ def chunks(
             if ts > max_ts:  # noqa: PLR1730 - cheaper than calling max() per record
                 max_ts = ts
             if tally is not None and key is not None and len(messages) > first:
-                with_tx_headers(messages, first, value)
+                with_tx_headers(messages, first, value, tally, offset)
             if key is None and serde.ddl is not None:  # DDL records alone have no key
                 ddl, serde.ddl = serde.ddl, None
                 log.info("changelog partition %d offset %d: DDL on %s.%s at binlog %s: %s",

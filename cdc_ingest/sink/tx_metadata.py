@@ -57,30 +57,52 @@ def begin_end(tx_id: str, counts: dict[str, int], ts_ms: int) -> tuple[bytes, by
 
 
 class Tally:
-    """The transactions not yet whole: id -> [partitions passed, partitions there are,
-    messages per topic, commit time]; parts are added in the order they were committed."""
+    """The transactions not yet whole, from the parts read in the order they were committed,
+    and ``cut``: per changelog partition, the offset of the ``TX`` record of the last
+    transaction made whole (transactions become whole in commit order, so everything of
+    that partition at or below it belongs to transactions already whole).
 
-    def __init__(self, open_: dict[str, list[Any]] | None = None) -> None:
-        self.open: dict[str, list[Any]] = dict(open_ or {})
+    The state that survives a restart is only ``cut`` and the parts offset to read again
+    from (:meth:`restart_offset`: the first part of a transaction not yet whole): reading
+    from there rebuilds the open transactions, and an entry at or below its partition's cut
+    belongs to one already whole, so it is left out. The state's size depends on the number
+    of partitions only, never on how many transactions are open."""
 
-    def add(self, part: dict[str, Any]) -> list[tuple[str, dict[str, int], int]]:
-        """One part record; returns the transactions it made whole, in commit order, with
-        their messages per topic and commit time."""
+    def __init__(self, cut: dict[int, int] | None = None) -> None:
+        self.cut: dict[int, int] = dict(cut or {})
+        # id -> [partitions passed, partitions there are, messages per topic, commit time,
+        #        {partition: its TX record's offset}, the parts offset of its first part]
+        self.open: dict[str, list[Any]] = {}
+
+    def add(self, part: dict[str, Any], offset: int) -> list[tuple[str, dict[str, int], int]]:
+        """The part record at parts ``offset``; returns the transactions it made whole, in
+        commit order, with their messages per topic and commit time."""
         whole = []
-        for tx_id, counts, partitions, ts in part["tx"]:
+        partition = int(part["partition"])
+        cut = self.cut.get(partition, -1)
+        for tx_id, counts, partitions, ts, at in part["tx"]:
+            if at <= cut:
+                continue  # of a transaction already whole (a part read again after a restart)
             entry = self.open.get(tx_id)
             if entry is None:
-                entry = self.open[tx_id] = [0, 0, {}, 0]
+                entry = self.open[tx_id] = [0, 0, {}, 0, {}, offset]
             seen = entry[2]
             for topic, n in counts.items():
                 seen[topic] = seen.get(topic, 0) + n
             if partitions:
                 entry[0] += 1
                 entry[1], entry[3] = partitions, ts
+                entry[4][partition] = at
                 if entry[0] >= entry[1]:
                     del self.open[tx_id]
+                    self.cut.update(entry[4])
                     whole.append((tx_id, seen, entry[3]))
         return whole
+
+    def restart_offset(self, next_offset: int) -> int:
+        """Where a restart reads the parts again from: the first part of a transaction not
+        yet whole, else ``next_offset`` (the next part not read yet)."""
+        return min((entry[5] for entry in self.open.values()), default=next_offset)
 
 
 class TxMetadataWriter:
@@ -122,9 +144,9 @@ class TxMetadataWriter:
                 state = orjson.loads(msg.value)
         if state is not None:
             self._next = int(state["next"])
-            self._tally = Tally(state["open"])
-        log.info("transaction metadata: %s, parts read from offset %d, %d transaction(s) "
-                 "not yet whole", self._metadata, self._next, len(self._tally.open))
+            self._tally = Tally({int(p): int(at) for p, at in state["cut"].items()})
+        log.info("transaction metadata: %s, parts read again from offset %d",
+                 self._metadata, self._next)
         try:
             self._reader = PartitionReader(self._kafka, self._parts, 0, self._next)
         except OffsetGone as exc:
@@ -163,7 +185,7 @@ class TxMetadataWriter:
             for msg in parts:
                 if msg.value is None:
                     continue
-                for tx_id, counts, ts in self._tally.add(orjson.loads(msg.value)):
+                for tx_id, counts, ts in self._tally.add(orjson.loads(msg.value), msg.offset):
                     if counts:  # a transaction the sink wrote nothing of gets no records
                         records.append(begin_end(tx_id, counts, ts))
             self._next = parts[-1].offset + 1
@@ -181,7 +203,8 @@ class TxMetadataWriter:
             for key, begin, end in records:
                 producer.send(self._metadata, begin, key, partition=0)
                 producer.send(self._metadata, end, key, partition=0)
-            state = {"v": STATE_VERSION, "next": self._next, "open": self._tally.open}
+            state = {"v": STATE_VERSION, "next": self._tally.restart_offset(self._next),
+                     "cut": {str(p): at for p, at in self._tally.cut.items()}}
             producer.send(self._state_topic, orjson.dumps(state), STATE_KEY)
             producer.commit()
         except BaseException:

@@ -25,6 +25,7 @@ ID, TOTAL, TABLE = "transaction.id", "transaction.total_order", \
     "transaction.data_collection_order"
 TX_RECORD = b'{"v":1,"op":"TX",'  # how a TX record's value starts (model/changelog.tx_value)
 PART_VERSION = 1
+PART_ENTRIES = 2000  # MySQL transactions per part record (each entry is well under 300 bytes)
 _POS = b',"pos":"'
 _TS = b',"ts_ms":'
 _DELTA = b',"table_delta":'
@@ -50,14 +51,18 @@ def tx_headers(value: bytes) -> list[tuple[str, bytes]] | None:
     return [(ID, pos[:hash_at]), (TOTAL, number), (TABLE, table_no)]
 
 
-def with_tx_headers(messages: list[SinkMessage], first: int, value: bytes) -> None:
-    """Give ``messages[first:]`` (one row record's) the record's transaction headers."""
+def with_tx_headers(messages: list[SinkMessage], first: int, value: bytes,
+                    tally: TxTally | None = None, offset: int = -1) -> None:
+    """Give ``messages[first:]`` (the messages of the row record at changelog ``offset``)
+    the record's transaction headers, and note the record in ``tally``."""
     extra = tx_headers(value)
     if extra is None:
         return
     for i in range(first, len(messages)):
         topic, key, body, headers, ts, table = messages[i]
         messages[i] = (topic, key, body, [*(headers or ()), *extra], ts, table)
+    if tally is not None:
+        tally.row(extra, offset)
 
 
 class TxTally:
@@ -67,20 +72,25 @@ class TxTally:
 
     def __init__(self, partition: int) -> None:
         self.partition = partition
-        # id -> [messages per topic, partitions its TX record went to (0: not passed), ts]
+        # id -> [messages per topic, partitions its TX record went to (0: not passed),
+        #        commit time, the changelog offset of its last record seen here]
         self._entries: dict[str, list[Any]] = {}
 
     def _entry(self, tx_id: str) -> list[Any]:
         entry = self._entries.get(tx_id)
         if entry is None:
-            entry = self._entries[tx_id] = [{}, 0, 0]
+            entry = self._entries[tx_id] = [{}, 0, 0, -1]
         return entry
 
-    def marker(self, value: bytes) -> None:
-        """This partition's ``TX`` record of a transaction was passed."""
+    def row(self, headers: list[tuple[str, bytes]], offset: int) -> None:
+        """A row record of a MySQL transaction at changelog ``offset`` (its headers)."""
+        self._entry(headers[0][1].decode())[3] = offset
+
+    def marker(self, value: bytes, offset: int) -> None:
+        """This partition's ``TX`` record of a transaction, at changelog ``offset``."""
         record = orjson.loads(value)
         entry = self._entry(record["id"])
-        entry[1], entry[2] = int(record["partitions"]), int(record["ts_ms"])
+        entry[1], entry[2], entry[3] = int(record["partitions"]), int(record["ts_ms"]), offset
 
     def count(self, messages: list[SinkMessage]) -> None:
         """Messages about to be sent (after ``sink.buffer-flush``): each one with a
@@ -90,14 +100,13 @@ class TxTally:
                 counts = self._entry(headers[-3][1].decode())[0]
                 counts[topic] = counts.get(topic, 0) + 1
 
-    def part(self, last_offset: int) -> bytes | None:
-        """The part record of what was tallied since the last one (None: nothing), for the
-        transaction that commits up to ``last_offset``; the tally starts again."""
-        if not self._entries:
-            return None
-        entries, self._entries = self._entries, {}
-        return orjson.dumps({
-            "v": PART_VERSION, "partition": self.partition, "last": last_offset,
-            "tx": [[tx_id, counts, partitions, ts] for tx_id, (counts, partitions, ts)
-                   in entries.items()],
-        })
+    def parts(self) -> list[bytes]:
+        """The part records of what was tallied since the last call (none: nothing), at most
+        :data:`PART_ENTRIES` transactions each, so one stays far below a topic's message
+        limit however small the transactions are; the tally starts again."""
+        entries, self._entries = list(self._entries.items()), {}
+        return [orjson.dumps({
+            "v": PART_VERSION, "partition": self.partition,
+            "tx": [[tx_id, counts, partitions, ts, at]
+                   for tx_id, (counts, partitions, ts, at) in entries[i:i + PART_ENTRIES]],
+        }) for i in range(0, len(entries), PART_ENTRIES)]

@@ -218,9 +218,8 @@ def _exactly_once(
             producer.begin()
             try:
                 last = _produce(producer, settings, counters, messages, upto, tally)
-                part = tally.part(last) if tally is not None else None
-                if part is not None and settings.tx_parts_topic is not None:
-                    producer.send(settings.tx_parts_topic, part, None, partition=0)
+                for part in tally.parts() if tally is not None else ():
+                    producer.send(settings.tx_parts_topic, part, None, partition=0)  # type: ignore[arg-type]
                 producer.send_offsets(
                     offset_list(settings.changelog_topic, partition, last + 1),
                     group.group_metadata(),

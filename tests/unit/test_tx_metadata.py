@@ -106,40 +106,67 @@ def _message(topic: str, tx_id: str | None) -> Any:
 
 def test_a_task_tallies_messages_and_tx_records_per_transaction_in_order() -> None:
     tally = TxTally(partition=1)
-    assert tally.part(5) is None
-    tally.marker(_tx_record("A"))
+    assert tally.parts() == []
+    tally.marker(_tx_record("A"), 10)
+    tally.row([("transaction.id", b"B")], 11)
+    tally.row([("transaction.id", b"B")], 12)
     tally.count([_message("orders", "B"), _message("lines", "B"), _message("lines", "B"),
                  _message("orders", None)])
-    tally.marker(_tx_record("B"))
-    part = orjson.loads(tally.part(41) or b"")
-    assert part == {"v": 1, "partition": 1, "last": 41,
-                    "tx": [["A", {}, 2, 9], ["B", {"orders": 1, "lines": 2}, 2, 9]]}
-    assert tally.part(42) is None  # it starts again
+    tally.row([("transaction.id", b"C")], 14)  # C's TX record is in a later chunk
+    tally.count([_message("orders", "C")])
+    [part] = [orjson.loads(p) for p in tally.parts()]
+    assert part == {"v": 1, "partition": 1,
+                    "tx": [["A", {}, 2, 9, 10], ["B", {"orders": 1, "lines": 2}, 0, 0, 12],
+                           ["C", {"orders": 1}, 0, 0, 14]]}
+    assert tally.parts() == []  # it starts again
 
 
-def _part(*entries: Any) -> dict[str, Any]:
-    return {"v": 1, "partition": 0, "last": 0, "tx": [list(e) for e in entries]}
+def test_part_records_stay_small_however_many_transactions_a_chunk_holds() -> None:
+    tally = TxTally(partition=0)
+    for n in range(4500):
+        tally.marker(_tx_record(f"0-1-{n}"), n)
+    parts = [orjson.loads(p) for p in tally.parts()]
+    assert [len(p["tx"]) for p in parts] == [2000, 2000, 500]
+    assert [e[0] for p in parts for e in p["tx"]] == [f"0-1-{n}" for n in range(4500)]
+
+
+def _part(partition: int, *entries: Any) -> dict[str, Any]:
+    return {"v": 1, "partition": partition, "tx": [list(e) for e in entries]}
 
 
 def test_a_transaction_is_whole_once_every_partition_passed_its_tx_record() -> None:
     tally = Tally()
-    # partition 0 wrote 2 orders messages of A and passed A's TX; partition 1 is behind
-    assert tally.add(_part(["A", {"orders": 2}, 2, 7])) == []
-    assert tally.add(_part(["A", {"lines": 1}, 0, 0])) == []  # partition 1, no TX yet
+    # partition 0 wrote 2 orders messages of A and passed A's TX (offset 5); 1 is behind
+    assert tally.add(_part(0, ["A", {"orders": 2}, 2, 7, 5]), 100) == []
+    assert tally.add(_part(1, ["A", {"lines": 1}, 0, 0, 3]), 101) == []
     # partition 1 passes A's TX and B's (B wrote nothing there); B waits for partition 0
-    assert tally.add(_part(["A", {"lines": 3}, 2, 7], ["B", {}, 2, 8])) == [
+    assert tally.add(_part(1, ["A", {"lines": 3}, 2, 7, 8], ["B", {}, 2, 8, 9]), 102) == [
         ("A", {"orders": 2, "lines": 4}, 7)]
-    assert list(tally.open) == ["B"]
-    assert tally.add(_part(["B", {"x": 1}, 2, 8])) == [("B", {"x": 1}, 8)]
-    assert tally.open == {}
+    assert list(tally.open) == ["B"] and tally.cut == {0: 5, 1: 8}
+    assert tally.restart_offset(103) == 102
+    assert tally.add(_part(0, ["B", {"x": 1}, 2, 8, 6]), 103) == [("B", {"x": 1}, 8)]
+    assert tally.open == {} and tally.cut == {0: 6, 1: 9}
+    assert tally.restart_offset(104) == 104
 
 
-def test_the_state_survives_as_json() -> None:
-    tally = Tally()
-    tally.add(_part(["A", {"orders": 2}, 3, 7]))
-    again = Tally(orjson.loads(orjson.dumps(tally.open)))
-    again.add(_part(["A", {}, 3, 7]))
-    assert again.add(_part(["A", {"orders": 1}, 3, 7])) == [("A", {"orders": 3}, 7)]
+def test_a_restart_reads_parts_again_and_rebuilds_only_what_was_not_whole() -> None:
+    parts = [(0, ["A", {"t": 1}, 0, 0, 1]),           # 0: A's row in partition 0
+             (1, ["A", {"t": 2}, 2, 5, 4]),           # 1: A's rows and TX in partition 1
+             (1, ["B", {"t": 1}, 0, 0, 6]),           # 2: B's row in partition 1
+             (0, ["A", {}, 2, 5, 2], ["B", {"t": 4}, 2, 6, 3]),  # 3: A whole; B's TX in 0
+             (1, ["B", {}, 2, 6, 7], ["C", {"t": 1}, 0, 0, 8])]  # 4: B whole; C open
+    whole = []
+    once = Tally()
+    for offset, (p, *entries) in enumerate(parts):
+        whole += once.add(_part(p, *entries), offset)
+    assert whole == [("A", {"t": 3}, 5), ("B", {"t": 5}, 6)]
+    # after part 3 the state was: cut {0: 2, 1: 4}, read again from part 2 (B's first)
+    again = Tally({0: 2, 1: 4})
+    assert again.add(_part(1, ["B", {"t": 1}, 0, 0, 6]), 2) == []
+    assert again.add(_part(0, ["A", {}, 2, 5, 2], ["B", {"t": 4}, 2, 6, 3]), 3) == []
+    assert again.add(_part(1, ["B", {}, 2, 6, 7], ["C", {"t": 1}, 0, 0, 8]), 4) == [
+        ("B", {"t": 5}, 6)]  # A is not made whole twice; B's counts are whole
+    assert list(again.open) == ["C"]
 
 
 def test_begin_and_end_as_debezium_writes_them() -> None:
