@@ -238,7 +238,10 @@ class Assembler:
             end = pending.end
             assert end is not None
             self._count(-len(pending.messages))
-            messages = sorted(pending.messages, key=lambda m: m.total_order)  # stable
+            # binlog order; of a key-changing UPDATE's two messages (one row change, one
+            # number) the old key's tombstone first, as MySQL changed it; then read order
+            messages = sorted(pending.messages,
+                              key=lambda m: (m.total_order, m.value is not None))
             self._ready.append(Transaction(end.id, end.ts_ms, end.event_count,
                                            dict(end.counts), messages, end.offset))
             self._released.add(tx_id)

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,21 @@ from tests.integration.pipeline_helpers import (
 )
 
 TX_HEADERS = ("transaction.id", "transaction.total_order", "transaction.data_collection_order")
+
+
+def _watch_transactions(config: Path, log: Path, blocks: int) -> str:
+    """`watch --transactions --from-beginning` until it printed ``blocks`` transactions."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cdc_ingest.cli", "watch", "--config", str(config),
+         "--transactions", "--from-beginning"],
+        stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: log.read_text().count("\ntransaction ") >= blocks
+                 or proc.poll() is not None, timeout=60, what=f"{blocks} transaction blocks")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
+    return log.read_text()
 
 
 def _tx(m: Any) -> tuple[str, int, int] | None:
@@ -85,6 +103,7 @@ def test_begin_end_counts_and_headers_after_routes_and_filters(
         orders = sink_topic(kafka, f"{db}-orders")
         lines = sink_topic(kafka, f"{db}-lines")
         verify = cli("verify", "--config", str(config))
+        watched = _watch_transactions(config, tmp_path / "watch.log", blocks=2)
     finally:
         code = stop(proc)
     assert code == 0, log.read_text()[-3000:]
@@ -129,3 +148,14 @@ def test_begin_end_counts_and_headers_after_routes_and_filters(
         ("lines", b'{"id":4}', 2, 1), ("lines", b'{"id":5}', 3, 1),
         ("orders", b'{"id":1}', 1, 1), ("orders", b'{"id":2}', 1, 1),  # one key change
     ]
+
+    # watch --transactions: one block per transaction, in commit order, with its messages
+    headers = [line for line in watched.splitlines() if line.startswith("transaction ")]
+    assert headers == [
+        f"transaction {t1} (3 messages: {db}-lines 2, {db}-orders 1) committed "
+        + headers[0].rsplit(" committed ", 1)[1],
+        f"transaction {t3} (6 messages: {db}-lines 4, {db}-orders 2) committed "
+        + headers[1].rsplit(" committed ", 1)[1]], watched
+    block = watched.split(headers[0], 1)[1].split(headers[1], 1)[0]
+    assert block.count(f"{db}-orders p") == 1 and block.count(f"{db}-lines p") == 2, block
+    assert 'key={"id":100}' in watched.split(headers[0], 1)[0]  # the snapshot row, alone

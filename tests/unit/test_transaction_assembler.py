@@ -71,6 +71,16 @@ def take_all(a: Assembler) -> list[Transaction | Standalone]:
 # -- whole transactions ------------------------------------------------------------------
 
 
+def test_a_key_change_comes_out_tombstone_first_whatever_partition_is_read_first() -> None:
+    a = assembler(("a", 0), ("a", 1))
+    a.on_message(msg("a", 1, 0, "g:1", total=1, value=b'{"id":2}'))  # the new key
+    a.on_message(msg("a", 0, 0, "g:1", total=1, value=None))         # the old key's tombstone
+    a.on_metadata(end(0, "g:1", {"a": 2}))
+    [tx] = take_all(a)
+    assert isinstance(tx, Transaction)
+    assert [(m.partition, m.value) for m in tx.messages] == [(0, None), (1, b'{"id":2}')]
+
+
 def test_a_transaction_is_handed_out_once_its_end_and_all_its_messages_are_read() -> None:
     a = assembler()
     a.on_message(msg("a", 0, 0, "g:1", total=1))
