@@ -14,8 +14,12 @@ from cdc_ingest.capture.decoder import compiled_available
 from cdc_ingest.capture.encode import KeyPlan, TableEncoder, table_encoder
 from cdc_ingest.capture.tx_marks import TxMarks
 from cdc_ingest.model.changelog import snapshot_value
+from cdc_ingest.sink.chunks import Counters, chunks
+from cdc_ingest.sink.settings import sink_settings
 from cdc_ingest.sink.tx_metadata import Tally, begin_end
 from cdc_ingest.sink.tx_parts import TX_RECORD, TxTally, tx_headers, with_tx_headers
+from cdc_ingest.sink.writer import make_serde
+from tests.unit.test_config import minimal, parse
 
 # a table whose column names are the envelope's own, so a search from the wrong end would
 # find the row's fields
@@ -193,3 +197,35 @@ def test_capture_numbers_rows_per_table_and_ends_transactions_with_rows_only() -
     assert marks.rows("0-1-4", "db", "a", 0, 1) == 0  # counting starts again
     off = TxMarks(False, partitions=3)
     assert off.rows("0-1-3", "db", "a", 0, 2) is None and off.end(1) is None
+
+
+def _row(n: int, table: str) -> bytes:
+    return orjson.dumps({"v": 1, "op": "+I", "db": "shop", "table": table, "pk": {"id": n},
+                         "before": None, "after": {"id": n}, "ts_ms": 5,
+                         "table_delta": -1, "pos": f"0-1-9#{n}"})
+
+
+@pytest.mark.parametrize("sink_type", ["upsert-kafka", "kafka"])
+def test_the_task_loop_gives_both_sink_types_headers_and_tallies_what_it_wrote(
+        sink_type: str) -> None:
+    defn = parse(minimal(sink={"type": sink_type, "sink.delivery-guarantee": "exactly-once",
+                               "sink.transaction-metadata.topic": "tx"}))
+    settings = sink_settings(defn)
+    assert settings.tx_parts_topic == "cdc-ingest.cdc-ingest.tx-parts"
+    snapshot = snapshot_value("shop", "a", {"id": 9}, {"id": 9}, 5)
+    records = [(b'{"id":1}', _row(1, "a")), (b'{"id":9}', snapshot),
+               (b'{"id":2}', _row(2, "b")), (None, _tx_record("0-1-9", 1))]
+    columns = (list(range(10, 14)), [k for k, _v in records], [v for _k, v in records])
+    tally = TxTally(0)
+    out = list(chunks(settings, make_serde(settings), Counters(partition=0),
+                      iter([(0, columns)]), 0, lambda *a: [], tally))
+    [(messages, last)] = out
+    assert last == 13
+    assert isinstance(messages, list)
+    found = [(m[0], dict(m[3] or ()).get("transaction.id"),
+              dict(m[3] or ()).get("transaction.data_collection_order")) for m in messages]
+    assert found == [("shop.a", b"0-1-9", b"0"), ("shop.a", None, None),
+                     ("shop.b", b"0-1-9", b"1")]
+    tally.count(messages)
+    [part] = [orjson.loads(p) for p in tally.parts()]
+    assert part["tx"] == [["0-1-9", {"shop.a": 1, "shop.b": 1}, 1, 9, 13]]
