@@ -34,3 +34,8 @@ def tx_parts_topic(prefix: str) -> str:
 def tx_metadata_transactional_id(prefix: str) -> str:
     """The driver's writer of BEGIN and END records (one per pipeline; a second fences it)."""
     return f"{prefix}.tx-metadata"
+
+
+def tx_state_topic(prefix: str) -> str:
+    """The metadata writer's state (compacted; it is the topic's only writer)."""
+    return f"{prefix}.tx-state"

@@ -12,8 +12,12 @@ are read in the order they were committed), so ENDs are written in commit order.
 
 Exactly once: the records written, and the state that says how far the parts are read and what
 is known of the transactions not yet whole, go in one Kafka transaction of our own
-transactional id (a second driver fences the first). The state is a record in the pipeline's
-compacted offsets topic, under its own key; a restart goes on from the last committed one.
+transactional id (a second driver fences the first). The state is a record in a compacted
+topic of its own (``<prefix>.tx-state``), which nothing else writes: in a topic another
+producer writes transactionally (capture's offsets topic), that producer's open transaction
+holds back a read_committed read (the last stable offset) and can hide a newer state, and an
+open one of ours would hide capture's newest position from capture the same way. A restart
+goes on from the last committed state.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import orjson
 from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer, client_config, read_topic
 from cdc_ingest.kafka.consumer import OffsetGone, PartitionReader
-from cdc_ingest.model.names import tx_metadata_transactional_id, tx_parts_topic
+from cdc_ingest.model.names import tx_metadata_transactional_id, tx_parts_topic, tx_state_topic
 
 if TYPE_CHECKING:
     from cdc_ingest.config import PipelineDef
@@ -136,10 +140,14 @@ class TxMetadataWriter:
         catch up, and start catching up in the background."""
         admin = TopicAdmin(self._kafka)
         admin.ensure_all([TopicSpec(self._parts, 1, self._replication),
-                          TopicSpec(self._metadata, 1, self._replication)])
+                          TopicSpec(self._metadata, 1, self._replication),
+                          TopicSpec(self._state_topic, 1, self._replication,
+                                    {"cleanup.policy": "compact"})])
+        # Fencing completes the last writer's transaction (committed or aborted); the state
+        # topic has no other writer, so read to its true end (settled) nothing newer exists.
         self._producer.init()
         state = None
-        for msg in read_topic(self._kafka, self._state_topic):
+        for msg in read_topic(self._kafka, self._state_topic, settled=True):
             if msg.key == STATE_KEY and msg.value is not None:
                 state = orjson.loads(msg.value)
         if state is not None:
@@ -251,5 +259,5 @@ def tx_metadata_writer(defn: PipelineDef) -> TxMetadataWriter | None:
         return None
     prefix = defn.transactional_id_prefix
     return TxMetadataWriter(client_config(defn.sink.properties), tx_parts_topic(prefix), topic,
-                            defn.pipeline.offsets_topic, tx_metadata_transactional_id(prefix),
+                            tx_state_topic(prefix), tx_metadata_transactional_id(prefix),
                             defn.sink.topic_replication_factor or -1)
