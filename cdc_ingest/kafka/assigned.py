@@ -6,24 +6,20 @@ It knows nothing of what it reads: cdc_ingest/transactions/reader.py builds on i
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
-from cdc_ingest.kafka.consumer import Message, watermarks
+from cdc_ingest.kafka.consumer import Message, message_of, watermarks
 from cdc_ingest.kafka.errors import KafkaClientError
 from cdc_ingest.kafka.logs import with_logger
+from cdc_ingest.kafka.offsets import retry_coordinator
 
 T = TypeVar("T")
 TP = tuple[str, int]
 
-_COORDINATOR_PENDING = frozenset({
-    KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-    KafkaError.COORDINATOR_NOT_AVAILABLE,
-})  # fmt: skip
 _IGNORED = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION})
 
 
@@ -105,7 +101,7 @@ class AssignedConsumer:
         for msg in raw:
             error = msg.error()
             if error is None:
-                out.append(_message(msg))
+                out.append(message_of(msg))
             elif error.code() == KafkaError._PARTITION_EOF:
                 at_end.add((str(msg.topic()), msg.partition() or 0))
             elif error.code() not in _IGNORED:
@@ -133,25 +129,4 @@ class AssignedConsumer:
             self._ends.close()
 
     def _retrying(self, call: Callable[[float], T], what: str) -> T:
-        deadline = time.monotonic() + self._timeout
-        pause = 0.05
-        while True:
-            try:
-                return call(max(0.1, deadline - time.monotonic()))
-            except KafkaException as exc:
-                error = exc.args[0] if exc.args else None
-                code = error.code() if isinstance(error, KafkaError) else None
-                if code not in _COORDINATOR_PENDING or time.monotonic() + pause >= deadline:
-                    raise KafkaClientError(
-                        f"cannot {what} of group {self.group_id}: {exc}") from exc
-            time.sleep(pause)
-            pause = min(pause * 2, 1.0)
-
-
-def _message(msg: Any) -> Message:
-    raw = msg.headers() or []
-    pairs = raw.items() if isinstance(raw, dict) else raw
-    return Message(topic=str(msg.topic()), partition=msg.partition() or 0,
-                   offset=msg.offset() or 0, key=msg.key(), value=msg.value(),
-                   headers=tuple((str(k), v) for k, v in pairs if isinstance(v, bytes)),
-                   timestamp_ms=msg.timestamp()[1])
+        return retry_coordinator(call, self._timeout, f"{what} of group {self.group_id}")

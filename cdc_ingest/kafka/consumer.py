@@ -32,11 +32,9 @@ class Message:
 
 
 def read_topic(
-    config: dict[str, Any], topic: str, timeout_s: float = 30.0, settled: bool = False,
-    start: int = 0,
+    config: dict[str, Any], topic: str, timeout_s: float = 30.0, settled: bool = False
 ) -> Iterator[Message]:
-    """Every committed message of ``topic`` from the beginning (or offset ``start`` of each
-    partition) to its current end.
+    """Every committed message of ``topic`` from the beginning to its current end.
 
     The end is each partition's last stable offset when reading starts (what a
     read_committed consumer is told as its high watermark), so the read terminates even
@@ -57,11 +55,11 @@ def read_topic(
         ends: dict[int, int] = {}
         for p in info.partitions:
             low, high = watermarks(ends_of, TopicPartition(topic, p), timeout_s)
-            if high > max(low, start):
+            if high > low:
                 ends[p] = high
         if not ends:
             return
-        consumer.assign([TopicPartition(topic, p, start or OFFSET_BEGINNING) for p in ends])
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
         yield from _drain(consumer, topic, ends, timeout_s, settled)
     except KafkaException as exc:
         raise KafkaClientError(f"cannot read topic {topic}: {exc}") from exc
@@ -102,7 +100,7 @@ def follow_partition(config: dict[str, Any], topic: str, partition: int,
                 if error.code() == KafkaError._PARTITION_EOF:
                     continue
                 raise KafkaClientError(f"reading {topic} partition {partition} failed: {error}")
-            yield _message(msg)
+            yield message_of(msg)
     finally:
         consumer.close()
 
@@ -129,7 +127,7 @@ def follow_topics(config: dict[str, Any], topics: list[str],
                                     KafkaError.UNKNOWN_TOPIC_OR_PART):
                     continue
                 raise KafkaClientError(f"following {', '.join(topics)} failed: {error}")
-            yield _message(msg)
+            yield message_of(msg)
     finally:
         consumer.close()
 
@@ -212,10 +210,10 @@ def _drain(consumer: Consumer, topic: str, ends: dict[int, int], timeout_s: floa
         offset = msg.offset() or 0
         if part in pending and offset >= pending[part] - 1:
             pending.pop(part, None)
-        yield _message(msg)
+        yield message_of(msg)
 
 
-def _message(msg: Any) -> Message:
+def message_of(msg: Any) -> Message:
     return Message(
         topic=str(msg.topic()),
         partition=msg.partition() or 0,
@@ -286,7 +284,7 @@ class PartitionReader:
                 continue
             error = msg.error()
             if error is None:
-                out.append(_message(msg))
+                out.append(message_of(msg))
                 self._next = out[-1].offset + 1
             elif error.code() == KafkaError._PARTITION_EOF:
                 break

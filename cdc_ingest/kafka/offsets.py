@@ -52,23 +52,8 @@ class GroupOffsets:
         )
 
     def _retrying(self, call: Callable[[float], T], what: str, read: bool = False) -> T:
-        """``call(timeout)``, again while the group's coordinator is not ready, until the
-        timeout; any other failure at once."""
-        deadline = time.monotonic() + self._timeout
-        pause = 0.05
-        while True:
-            try:
-                return call(max(0.1, deadline - time.monotonic()))
-            except KafkaException as exc:
-                error = exc.args[0] if exc.args else None
-                code = error.code() if isinstance(error, KafkaError) else None
-                if code not in _COORDINATOR_PENDING or time.monotonic() + pause >= deadline:
-                    message = f"cannot {what} of group {self.group_id}: {exc}"
-                    if read and code == KafkaError._TIMED_OUT:
-                        raise OffsetsPending(message + _PENDING_HINT) from exc
-                    raise KafkaClientError(message) from exc
-            time.sleep(pause)
-            pause = min(pause * 2, 1.0)
+        return retry_coordinator(call, self._timeout, f"{what} of group {self.group_id}",
+                                 pending_hint=_PENDING_HINT if read else None)
 
     def committed(self, topic: str, partitions: list[int]) -> dict[int, int]:
         """Committed offset per partition; partitions without one are left out."""
@@ -103,3 +88,26 @@ class GroupOffsets:
 def offset_list(topic: str, partition: int, offset: int) -> list[Any]:
     """The ``offsets`` argument of ``send_offsets_to_transaction``."""
     return [TopicPartition(topic, partition, offset)]
+
+
+def retry_coordinator(call: Callable[[float], T], timeout_s: float, what: str,
+                      pending_hint: str | None = None) -> T:
+    """``call(timeout)``, again while the group's coordinator is not ready, until
+    ``timeout_s``; any other failure at once, as :class:`KafkaClientError` ("cannot
+    <what>"). ``pending_hint``: a read that timed out raises :class:`OffsetsPending` with it
+    (a transaction's pending offsets hold the read)."""
+    deadline = time.monotonic() + timeout_s
+    pause = 0.05
+    while True:
+        try:
+            return call(max(0.1, deadline - time.monotonic()))
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            code = error.code() if isinstance(error, KafkaError) else None
+            if code not in _COORDINATOR_PENDING or time.monotonic() + pause >= deadline:
+                message = f"cannot {what}: {exc}"
+                if pending_hint is not None and code == KafkaError._TIMED_OUT:
+                    raise OffsetsPending(message + pending_hint) from exc
+                raise KafkaClientError(message) from exc
+        time.sleep(pause)
+        pause = min(pause * 2, 1.0)
