@@ -5,6 +5,7 @@ from __future__ import annotations
 import decimal
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,7 +20,8 @@ from cdc_ingest.kafka import read_topic
 from tests.integration.flavors import gtid_now
 
 __all__ = ["changelog", "cli", "gtid_now", "rows_of", "sink_topic", "start_capture",
-           "start_command", "stop", "wait_for", "write_pipeline"]
+           "start_command", "stop", "wait_for", "wait_quietly", "write_pipeline",
+           "written_batches"]
 
 
 def write_pipeline(
@@ -155,6 +157,18 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 60, what: str = "con
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.5)
+
+
+def written_batches(log: Path) -> int:
+    """How many batches a sink's log says wrote rows."""
+    return len(re.findall(r"batch \d+: [1-9]\d* rows in", log.read_text()))
+
+
+def wait_quietly(predicate: Callable[[], Any], timeout: float) -> None:
+    """Wait until ``predicate()`` holds or ``timeout`` passes, without failing."""
+    deadline = time.monotonic() + timeout
+    while not predicate() and time.monotonic() < deadline:
         time.sleep(0.5)
 
 

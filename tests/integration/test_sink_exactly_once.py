@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import random
-import re
 import shutil
 import signal
 import threading
@@ -32,7 +31,9 @@ from tests.integration.pipeline_helpers import (
     start_command,
     stop,
     wait_for,
+    wait_quietly,
     write_pipeline,
+    written_batches,
 )
 from tests.integration.test_avro_sink import avro_sink, registry_get
 from tests.integration.workload import Workload
@@ -123,16 +124,6 @@ def _expected(workload: Workload) -> dict[tuple[str, str], list[int | None]]:
             for key, changes in workload.expected.items()}
 
 
-def _written_batches(log: Path) -> int:
-    return len(re.findall(r"batch \d+: [1-9]\d* rows in", log.read_text()))
-
-
-def _wait_quietly(predicate: Any, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate() and time.monotonic() < deadline:
-        time.sleep(0.5)
-
-
 def _running(procs: dict[str, Any], logs: dict[str, Path]) -> bool:
     """True, or fail at once with its log when a process exited without the test's kill."""
     for name, proc in procs.items():
@@ -210,9 +201,9 @@ def test_kills_lose_nothing_and_exactly_once_duplicates_nothing(
                 # kill a sink only once it has written something since its (re)start, so
                 # each kill interrupts real work, and the later restarts resume from the
                 # sink group's committed offsets rather than from nothing
-                seen = _written_batches(logs[victim])
-                _wait_quietly(lambda v=victim, n=seen: _running(procs, logs)
-                              and _written_batches(logs[v]) > n, 90)
+                seen = written_batches(logs[victim])
+                wait_quietly(lambda v=victim, n=seen: _running(procs, logs)
+                              and written_batches(logs[v]) > n, 90)
             time.sleep(rng.uniform(0.2, 3.0))
             jvms = child_pids(procs[victim].pid)
             procs[victim].send_signal(signal.SIGKILL)  # the driver only: its JVM sees it go

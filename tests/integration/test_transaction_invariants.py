@@ -24,7 +24,6 @@ import itertools
 import json
 import os
 import random
-import re
 import signal
 import threading
 import time
@@ -46,7 +45,9 @@ from tests.integration.pipeline_helpers import (
     start_command,
     stop,
     wait_for,
+    wait_quietly,
     write_pipeline,
+    written_batches,
 )
 
 TABLES = (
@@ -347,16 +348,6 @@ def _running(procs: dict[str, Any], logs: dict[str, Path]) -> bool:
     return True
 
 
-def _written_batches(log: Path) -> int:
-    return len(re.findall(r"batch \d+: [1-9]\d* rows in", log.read_text()))
-
-
-def _wait_quietly(predicate: Any, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate() and time.monotonic() < deadline:
-        time.sleep(0.5)
-
-
 def _first_difference(seed: int, log: list[Logged], yielded: list[tuple[str, Keys]]) -> str:
     for i, (want, got) in enumerate(zip(log, yielded, strict=False)):
         if (want.id, want.keys) != got:
@@ -434,9 +425,9 @@ def test_whole_transactions_keep_the_invariant_across_kills(
             if victim == "sink":
                 # kill the sink only once it has written since its (re)start: each kill
                 # interrupts real work and the restart resumes from its committed offsets
-                seen = _written_batches(logs["sink"])
-                _wait_quietly(lambda n=seen: _running(procs, logs)
-                              and _written_batches(logs["sink"]) > n, 90)
+                seen = written_batches(logs["sink"])
+                wait_quietly(lambda n=seen: _running(procs, logs)
+                              and written_batches(logs["sink"]) > n, 90)
             time.sleep(rng.uniform(0.5, 6.0))
             _running(procs, logs)
             procs[victim].send_signal(signal.SIGKILL)
