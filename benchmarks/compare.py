@@ -1,6 +1,6 @@
 """cdc-ingest against Debezium on the same machine, the same binlog range and the same Kafka.
 
-    python benchmarks/compare.py [--rows 1000000] [--repeat 1] [--only alo,eo,debezium,floor]
+    python benchmarks/compare.py [--rows 1000000] [--repeat 1] [--only alo,eo,first,debezium,floor]
 
 Starts (or reuses) one MariaDB and one Kafka broker. Positions Debezium's MariaDB connector
 (Kafka Connect standalone, ``snapshot.mode=no_data``) at the binlog head, then writes the
@@ -8,8 +8,10 @@ capture benchmark's workload into ``bench.orders`` once (see capture.py), then p
 one after the other over that binlog range: (a) cdc-ingest end to end at-least-once and
 (b) exactly-once (capture + Spark sink, as pipeline.py measures them), (c) Debezium resuming
 from its stored offset until its output topic holds every row change, (d) plain
-python-mysql-replication decoding (capture.py's baseline) as the floor. Prints a table and
-writes JSON. See the compare.py section of benchmarks/README.md.
+python-mysql-replication decoding (capture.py's baseline) as the floor, (e) ``first``:
+``cdc-ingest start`` from the spawn to the first sink-topic message read_committed, with the
+backlog and with an empty one (see _first.py). Prints a table and writes JSON. See the
+compare.py section of benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import json
 import logging
 import os
 import secrets
+import statistics
 import subprocess
 import sys
 import threading
@@ -52,13 +55,21 @@ from _common import (
     wait_child,
     write_json,
 )
+from _first import (
+    START_ROLE,
+    ensure_group_coordinator,
+    run_first_backlog,
+    run_first_empty,
+)
 from capture import DB, TABLE, Workload, library_decode, make_workload, server_version
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from pipeline import PARALLELISM, Settings, _topics, delete_topics, run_throughput
 
+import cdc_ingest
+
 log = logging.getLogger("benchmarks.compare")
 
-MEASURES = ("alo", "eo", "debezium", "floor")
+MEASURES = ("alo", "eo", "first", "debezium", "floor")
 FLOOR_CHILD = "--floor-child"
 POLL_S = 0.25  # Debezium's output topic end offsets
 SAMPLE_S = 0.5  # memory samples of the measured processes
@@ -72,8 +83,16 @@ ALO = "cdc-ingest e2e at-least-once"
 EO = "cdc-ingest e2e exactly-once"
 DBZ = "debezium (Connect standalone)"
 FLOOR = "library decode (floor)"
-LABELS = {"alo": ALO, "eo": EO, "debezium": DBZ, "floor": FLOOR}
+FIRST = "cdc-ingest start exactly-once"
+LABELS = {"alo": ALO, "eo": EO, "first": FIRST, "debezium": DBZ, "floor": FLOOR}
 CDC_ROLES = ("capture", "sink driver (python)", "sink JVM", "sink python workers")
+# CPU per million row changes, by role (whichever a measure has)
+CPU_ROLES = (*CDC_ROLES, START_ROLE, "Connect JVM", "floor (python)", "kafka", "mariadbd")
+EMPTY_RUNS = {"empty_trigger_0": TRIGGER, "empty_default_trigger": None}
+EMPTY_LABELS = {"empty_trigger_0": f"empty backlog, first output (trigger.interval {TRIGGER})",
+                "empty_default_trigger": "empty backlog, first output (default trigger)"}
+TIMELINE_PHASES = ("capture starts", "sink query started", "first batch with rows: start",
+                   "first batch with rows: end")  # the backlog run's, in the table
 
 
 # -- memory of the measured processes ----------------------------------------------------------
@@ -104,8 +123,9 @@ def _cmdline(pid: int) -> str:
 
 def measured_processes() -> dict[int, str]:
     """The processes a measure runs, by role: this process's children that are cdc-ingest
-    stages, Kafka Connect or the floor child, and their descendants (the servers this run
-    started are children too, and are left out)."""
+    stages (``start``, or capture and the sink), Kafka Connect or the floor child, and their
+    descendants (under ``start``: capture, the sink and theirs, by command line; the servers
+    this run started are children too, and are left out)."""
     children: dict[int, list[int]] = {}
     comm: dict[int, str] = {}
     for entry in os.listdir("/proc"):
@@ -114,28 +134,31 @@ def measured_processes() -> dict[int, str]:
             comm[int(entry)] = found[1]
     roles: dict[int, str] = {}
     for child in children.get(os.getpid(), []):
-        cmd = _cmdline(child)
-        if "cdc_ingest.cli capture" in cmd:
-            kind = "capture"
-        elif "cdc_ingest.cli sink" in cmd:
-            kind = "sink"
-        elif dbz.CONNECT_MAIN in cmd:
-            kind = "Connect JVM"
-        elif FLOOR_CHILD in cmd:
-            kind = "floor (python)"
-        else:
+        kind = _kind(_cmdline(child))
+        if kind is None:
             continue
-        todo = [child]
+        todo = [(child, kind, child)]  # (pid, the stage it runs under, that stage's pid)
         while todo:
-            pid = todo.pop()
-            todo.extend(children.get(pid, []))
+            pid, kind, root = todo.pop()
+            if kind == START_ROLE and pid != root:  # capture and sink under `start`
+                kind, root = _kind(_cmdline(pid)) or kind, pid
+            todo.extend((c, kind, root) for c in children.get(pid, []))
             if kind != "sink":
                 roles[pid] = kind
-            elif pid == child:
+            elif pid == root:
                 roles[pid] = "sink driver (python)"
             else:
                 roles[pid] = "sink JVM" if comm.get(pid) == "java" else "sink python workers"
     return roles
+
+
+def _kind(cmd: str) -> str | None:
+    for marker, kind in (("cdc_ingest.cli capture", "capture"), ("cdc_ingest.cli sink", "sink"),
+                         ("cdc_ingest.cli start", START_ROLE), (dbz.CONNECT_MAIN, "Connect JVM"),
+                         (FLOOR_CHILD, "floor (python)")):
+        if marker in cmd:
+            return kind
+    return None
 
 
 class MemorySampler(threading.Thread):
@@ -182,6 +205,11 @@ class MemorySampler(threading.Thread):
         }
 
 
+def per_million(cpu: dict[str, float], changes: int) -> dict[str, float]:
+    """CPU seconds per million row changes of each role in ``cpu`` that is in CPU_ROLES."""
+    return {role: round(cpu[role] / (changes / 1e6), 2) for role in CPU_ROLES if role in cpu}
+
+
 def _server_cpu(svc: Services) -> dict[str, float]:
     out = {name: cpu_seconds(pid) for name, pid in svc.pids.items() if pid}
     return {name: value for name, value in out.items() if value is not None}
@@ -212,11 +240,57 @@ def run_cdc_ingest(svc: Services, wl: Workload, name: str, server_id: int, workd
         "first_output_s": run.get("first_sink_commit_s"),
         "cpu_total_s": total,
         "cpu_s_per_1k_rows": total / (wl.changes / 1000),
+        "cpu_s_per_million_changes": per_million(cpu, wl.changes),
         "kafka_cpu_s": cpu.get("kafka"),
         "mariadbd_cpu_s": cpu.get("mariadbd"),
         "machine_busy_s": cpu.get("machine busy"),
         **memory,
     }
+
+
+# -- first output: `cdc-ingest start` -----------------------------------------------------------
+
+
+def run_first(svc: Services, wl: Workload, name: str, server_id: int, workdir: Path,
+              timeout_s: float, errors: list[str]) -> dict[str, Any]:
+    """``cdc-ingest start`` over the workload's backlog (spawn -> first message
+    read_committed, and -> the whole changelog written), then on an empty backlog with one
+    row inserted after the spawn, with TRIGGER and with the default trigger interval. A
+    failed empty run is recorded in ``errors``; the backlog run's figures are the measure's."""
+    sampler = MemorySampler()
+    sampler.start()
+    try:
+        run = run_first_backlog(svc, wl, name, server_id, workdir, TRIGGER, MAX_OFFSETS,
+                                timeout_s)
+    finally:
+        memory = sampler.finish()
+    cpu = run["cpu_s"]
+    total = sum(cpu.get(role, 0.0) for role in (*CDC_ROLES, START_ROLE))
+    out: dict[str, Any] = {
+        **run,
+        "cpu_total_s": total,
+        "cpu_s_per_1k_rows": total / (wl.changes / 1000),
+        "cpu_s_per_million_changes": per_million(cpu, wl.changes),
+        "kafka_cpu_s": cpu.get("kafka"),
+        "mariadbd_cpu_s": cpu.get("mariadbd"),
+        "machine_busy_s": cpu.get("machine busy"),
+        **memory,
+    }
+    log.info("  first output %.2f s after start, whole backlog %.1f s; timeline %s",
+             run["first_output_s"] or -1, run["seconds"], run["timeline_s"])
+    for n, (key, trigger) in enumerate(EMPTY_RUNS.items()):
+        log.info("  empty backlog, trigger.interval %s", trigger or "default")
+        try:
+            out[key] = run_first_empty(svc, f"{name}-e{n}", server_id + 1 + n, workdir,
+                                       trigger)
+            log.info("  first output %.2f s after start (row committed %.2f s); timeline %s",
+                     out[key]["first_output_s"], out[key]["insert_committed_s"],
+                     out[key]["timeline_s"])
+        except Exception as exc:  # recorded; the other run still goes
+            log.exception("empty backlog (%s) failed", key)
+            errors.append(f"{FIRST}: {key}: {exc}")
+            out[key] = {"error": str(exc)}
+    return out
 
 
 # -- (c): Debezium -----------------------------------------------------------------------------
@@ -352,6 +426,7 @@ def run_debezium(svc: Services, wl: Workload, connect: dbz.ConnectStandalone,
             else None),
         "cpu_total_s": jvm_cpu,
         "cpu_s_per_1k_rows": jvm_cpu / (want / 1000),
+        "cpu_s_per_million_changes": per_million({"Connect JVM": jvm_cpu, **server_cpu}, want),
         "jvm_vmhwm_mib": round((jvm_hwm or 0) / 2**20, 1),
         "kafka_cpu_s": server_cpu.get("kafka"),
         "mariadbd_cpu_s": server_cpu.get("mariadbd"),
@@ -416,6 +491,8 @@ def run_floor(svc: Services, wl: Workload, server_id: int, workdir: Path,
         **result,
         "cpu_total_s": result["cpu_s"],
         "cpu_s_per_1k_rows": result["cpu_s"] / (wl.changes / 1000),
+        "cpu_s_per_million_changes": per_million({"floor (python)": result["cpu_s"],
+                                                  **server_cpu}, wl.changes),
         "process_cpu_s": done.cpu_s,  # with interpreter start-up and imports
         "process_seconds": done.seconds,
         "peak_rss_mib": round(done.maxrss_bytes / 2**20, 1),
@@ -441,12 +518,21 @@ def measures_of(runs: list[dict[str, Any]], only: list[str]) -> list[Measure]:
     out += [Measure(f"{LABELS[p]}: wall time", "s", samples(p, "seconds")) for p in parts]
     out += [Measure(f"{LABELS[p]}: first output", "s", samples(p, "first_output_s"))
             for p in parts if p != "floor"]
+    if "first" in parts:
+        out += [Measure(f"{FIRST}: {label}", "s", values, digits=2) for label, values in (
+            (EMPTY_LABELS[key], [r["first"][key]["first_output_s"] for r in runs
+                                 if "first_output_s" in r.get("first", {}).get(key, {})])
+            for key in EMPTY_RUNS)]
+        out += [Measure(f"{FIRST}: {phase}", "s", values, digits=2) for phase, values in (
+            (phase, [r["first"]["timeline_s"][phase] for r in runs
+                     if r.get("first", {}).get("timeline_s", {}).get(phase) is not None])
+            for phase in TIMELINE_PHASES)]
     out += [Measure(f"{LABELS[p]}: CPU per 1k rows", "s", samples(p, "cpu_s_per_1k_rows"),
                     DBZ + ": CPU per 1k rows", 3) for p in parts]
     out += [Measure(f"{LABELS[p]}: CPU", "s", samples(p, "cpu_total_s")) for p in parts]
-    for p in ("alo", "eo"):
+    for p in ("alo", "eo", "first"):
         if p in parts:
-            for role in CDC_ROLES:
+            for role in (*CDC_ROLES, START_ROLE):
                 values = [r[p]["cpu_s"][role] for r in runs
                           if role in r.get(p, {}).get("cpu_s", {})]
                 out.append(Measure(f"{LABELS[p]}: CPU {role}", "s", values))
@@ -458,6 +544,28 @@ def measures_of(runs: list[dict[str, Any]], only: list[str]) -> list[Measure]:
     out += [Measure(f"{LABELS[p]}: machine busy", "s", samples(p, "machine_busy_s"))
             for p in parts if p != "floor"]
     return [m for m in out if m.samples]
+
+
+def cpu_per_million(runs: list[dict[str, Any]], only: list[str]) -> dict[str, dict[str, float]]:
+    """Per measure and role: the median over repeats of CPU seconds per million changes."""
+    out: dict[str, dict[str, float]] = {}
+    for key in [p for p in MEASURES if p in only]:
+        per_role: dict[str, list[float]] = {}
+        for run in runs:
+            for role, value in run.get(key, {}).get("cpu_s_per_million_changes", {}).items():
+                per_role.setdefault(role, []).append(value)
+        if per_role:
+            out[key] = {role: round(statistics.median(v), 1) for role, v in per_role.items()}
+    return out
+
+
+SHORT_ROLES = {"sink driver (python)": "driver", "sink JVM": "JVM",
+               "sink python workers": "workers", START_ROLE: "start", "Connect JVM": "Connect",
+               "floor (python)": "decode"}
+
+
+def _cpu_line(roles: dict[str, float]) -> str:
+    return ", ".join(f"{SHORT_ROLES.get(role, role)} {value:.1f}" for role, value in roles.items())
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -476,8 +584,9 @@ def _parser() -> argparse.ArgumentParser:
                    "written to --out with the size in its name, then a table across sizes "
                    "written to --out")
     p.add_argument("--only", default=",".join(MEASURES),
-                   help="comma-separated measures: alo, eo (cdc-ingest end to end), debezium, "
-                   "floor (library decode) (default all)")
+                   help="comma-separated measures: alo, eo (cdc-ingest end to end), first "
+                   "(cdc-ingest start: first output with the backlog and with an empty one), "
+                   "debezium, floor (library decode) (default all)")
     p.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "compare.json",
                    help="JSON results file (default %(default)s)")
     add_service_args(p, "keep the temp folder (server, capture, sink and Kafka Connect logs, "
@@ -535,11 +644,14 @@ def _sizes(args: argparse.Namespace) -> int:
 
         row: dict[str, Any] = {"size": label.strip(), "changes": doc["workload"]["changes"],
                                "file": str(out)}
-        for key in ("eo", "alo", "debezium"):
+        for key in ("eo", "alo", "first", "debezium"):
             row[f"{key}_rows_per_s"] = median(LABELS[key])
             row[f"{key}_first_output_s"] = median(f"{LABELS[key]}: first output")
+        for key in EMPTY_RUNS:
+            row[f"first_{key}_s"] = median(f"{FIRST}: {EMPTY_LABELS[key]}")
+        row["cpu_s_per_million_changes"] = doc.get("cpu_s_per_million_changes", {})
         dbz_rate = row["debezium_rows_per_s"]
-        for key in ("eo", "alo"):
+        for key in ("eo", "alo", "first"):
             rate = row[f"{key}_rows_per_s"]
             row[f"{key}_vs_debezium"] = rate / dbz_rate if rate and dbz_rate else None
         summary.append(row)
@@ -547,16 +659,27 @@ def _sizes(args: argparse.Namespace) -> int:
     def fmt(value: float | None, spec: str) -> str:
         return "-" if value is None else format(value, spec)
 
-    print("\ncompare across sizes (medians; ratios within each size's run)")
+    print("\ncompare across sizes (medians; ratios within each size's run; first output in s: "
+          "start = `cdc-ingest start` to the first message read_committed, empty = an empty "
+          "backlog and one row, trigger 0 / default; eo, alo = the sink group's first commit)")
     print(f"{'changes':>10}  {'eo rows/s':>10}  {'eo/dbz':>7}  {'alo/dbz':>7}  "
-          f"{'dbz rows/s':>10}  {'first out eo':>12}  {'alo':>6}  {'dbz':>6}")
+          f"{'start/dbz':>9}  {'dbz rows/s':>10}  {'first: start':>12}  {'empty':>11}  "
+          f"{'eo':>5}  {'alo':>5}  {'dbz':>5}")
     for row in summary:
+        empty = "/".join(fmt(row[f"first_{key}_s"], ".1f") for key in EMPTY_RUNS)
         print(f"{row['changes']:>10,}  {fmt(row['eo_rows_per_s'], ',.0f'):>10}  "
               f"{fmt(row['eo_vs_debezium'], '.2f'):>7}  {fmt(row['alo_vs_debezium'], '.2f'):>7}  "
+              f"{fmt(row['first_vs_debezium'], '.2f'):>9}  "
               f"{fmt(row['debezium_rows_per_s'], ',.0f'):>10}  "
-              f"{fmt(row['eo_first_output_s'], '.1f'):>12}  "
-              f"{fmt(row['alo_first_output_s'], '.1f'):>6}  "
-              f"{fmt(row['debezium_first_output_s'], '.1f'):>6}")
+              f"{fmt(row['first_first_output_s'], '.1f'):>12}  {empty:>11}  "
+              f"{fmt(row['eo_first_output_s'], '.1f'):>5}  "
+              f"{fmt(row['alo_first_output_s'], '.1f'):>5}  "
+              f"{fmt(row['debezium_first_output_s'], '.1f'):>5}")
+    print("CPU s per million row changes (medians):")
+    for row in summary:
+        cpu = row["cpu_s_per_million_changes"]
+        print(f"{row['size']:>10}  "
+              + "; ".join(f"{key}: {_cpu_line(roles)}" for key, roles in cpu.items()))
     write_json(args.out, {"benchmark": "compare-sizes",
                           "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
                           "sizes": summary})
@@ -597,6 +720,8 @@ def _run(args: argparse.Namespace) -> int:
         try:
             services_s = time.perf_counter() - wall
             version = server_version(svc)
+            coordinator = ensure_group_coordinator(svc.bootstrap)
+            log.info("group coordinator: %s", coordinator)
             if libs is not None:
                 user = dbz.create_user(svc.admin)
                 for n in range(args.repeat):
@@ -637,7 +762,7 @@ def _run(args: argparse.Namespace) -> int:
             for n, run in enumerate(runs):
                 # a, b, c in this order in the first repeat, rotated by one in each next one
                 # (the first measure after a fresh broker pays for its JIT warm-up)
-                order = [m for m in ("alo", "eo", "debezium") if m in only]
+                order = [m for m in ("alo", "eo", "first", "debezium") if m in only]
                 order = order[n % len(order):] + order[:n % len(order)] if order else []
                 run["order"] = order
                 for key in order:
@@ -649,7 +774,14 @@ def _run(args: argparse.Namespace) -> int:
                                                              connects[n], args.timeout))
                         continue
                     name = f"cmp-{run_id}-{n + 1}-{key}"
-                    topics += [t for k, t in _topics(name).items() if k != "group"]
+                    pipelines = [name] + ([f"{name}-e0", f"{name}-e1"] if key == "first"
+                                          else [])
+                    for pipeline in pipelines:
+                        topics += [t for k, t in _topics(pipeline).items() if k != "group"]
+                    if key == "first":
+                        attempt(run, key, partial(run_first, svc, wl, name, 5805 + 10 * n,
+                                                  workdir, args.timeout, errors))
+                        continue
                     guarantee = "at-least-once" if key == "alo" else "exactly-once"
                     attempt(run, key, partial(run_cdc_ingest, svc, wl, name,
                                               5800 + 10 * n + len(key), workdir, guarantee,
@@ -672,6 +804,10 @@ def _run(args: argparse.Namespace) -> int:
           f"{machine['nproc']} CPUs; cdc-ingest parallelism {PARALLELISM}; Debezium "
           f"{dbz.DEBEZIUM_VERSION} on Kafka Connect {dbz.CONNECT_VERSION}")
     print(table(measures, "vs debezium"))
+    cpu_1m = cpu_per_million(runs, only)
+    print("\nCPU s per million row changes (medians):")
+    for key, roles in cpu_1m.items():
+        print(f"  {key:<9} {_cpu_line(roles)}")
     print(f"\ntotal wall time {total:.0f} s (workload written in "
           f"{wl.insert_s + wl.update_s + wl.delete_s:.0f} s)")
     config_of = _debezium_config(connects[0]) if connects else None
@@ -682,12 +818,25 @@ def _run(args: argparse.Namespace) -> int:
             "rows": args.rows, "repeats": args.repeat, "only": only,
             "cdc_ingest": {"pipeline_parallelism": PARALLELISM, "max_offsets_per_trigger":
                            MAX_OFFSETS, "trigger_interval": TRIGGER,
-                           "processes": "cdc-ingest capture + cdc-ingest sink (local[*])",
+                           "processes": "alo, eo: cdc-ingest capture + cdc-ingest sink "
+                                        "(local[*]); first: cdc-ingest start",
                            "capture_options": "defaults (capture.transaction.max-rows 5000, "
                                               "max-interval 1s), heartbeat.interval 1s"},
             "debezium": config_of,
             "poll_s": POLL_S, "memory_sample_s": SAMPLE_S, "grace_s": GRACE_S,
+            "first": {"backlog": "the eo pipeline (workload's binlog range) under "
+                                 "`cdc-ingest start`",
+                      "empty": "specific-offset at the binlog head over an empty table, one "
+                               "row inserted right after the spawn",
+                      "empty_triggers": {k: v or "default (not set)"
+                                         for k, v in EMPTY_RUNS.items()},
+                      "first_output": "spawn (perf_counter just before Popen) -> first "
+                                      "sink-topic message read by a read_committed consumer",
+                      "metadata_poll_s": 0.05, "consumer_poll_s": 0.05},
         },
+        "product_code": {"cdc_ingest": str(Path(cdc_ingest.__file__).resolve().parent),
+                         "PYTHONPATH": os.environ.get("PYTHONPATH")},
+        "broker_group_coordinator": coordinator,
         "machine": {**machine, "mysql_server": version, "java": dbz.java_version(),
                     "clock_ticks": CLOCK_TICKS},
         "services": {"started": started, "mysql_port": svc.mysql_port,
@@ -695,6 +844,7 @@ def _run(args: argparse.Namespace) -> int:
         "workload": {**asdict(wl), "changes": wl.changes},
         "debezium_positioning": positioning,
         "results": {m.name: m.as_json(ratio_of[m.name]) for m in measures},
+        "cpu_s_per_million_changes": cpu_1m,
         "runs": runs,
         "errors": errors,
         "total_wall_s": total,

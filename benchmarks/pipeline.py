@@ -91,14 +91,15 @@ class Settings:
 
 def pipeline_yaml(
     svc: Services, name: str, server_id: int, state: Path, *, gtid: str, guarantee: str,
-    sink_topic: str, trigger: str, max_offsets: int | None,
+    sink_topic: str, trigger: str | None, max_offsets: int | None,
     changelog_topic: str | None = None, capture_interval: str | None = None,
     table: str = TABLE, sink_options: dict[str, Any] | None = None,
     pipeline_options: dict[str, Any] | None = None,
 ) -> str:  # fmt: skip
     """The pipeline YAML; ``sink_options`` / ``pipeline_options`` are added to (or replace
     keys of) the ``sink`` / ``pipeline`` sections (avro_sink.py: the avro-confluent formats, the
-    schema topic of the changelog a sink-alone run reads)."""
+    schema topic of the changelog a sink-alone run reads). ``trigger`` None: not set (the
+    configuration's default)."""
     source: dict[str, Any] = {
         "type": "mysql",
         "hostname": svc.cdc["host"],
@@ -115,8 +116,9 @@ def pipeline_yaml(
         source["capture.transaction.max-interval"] = capture_interval
     pipeline: dict[str, Any] = {
         "name": name, "parallelism": PARALLELISM, "state.dir": str(state),
-        "trigger.interval": trigger,
     }  # fmt: skip
+    if trigger is not None:
+        pipeline["trigger.interval"] = trigger
     if max_offsets:
         pipeline["max-offsets-per-trigger"] = max_offsets
     if changelog_topic:
