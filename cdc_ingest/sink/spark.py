@@ -111,7 +111,8 @@ def _settings(master: str) -> dict[str, str]:
         # change, and busy batches run back to back anyway (measured: docs/decisions/0010).
         "spark.sql.streaming.pollingDelay": "50ms",
     }
-    # the JIT choice, and Spark's classes from the CDS archive if set-up built it
+    # the JIT choice, and Spark's classes from the CDS archive (when missing: a WARNING, and
+    # its build planned for after the first batch, cds.after_first_batch)
     java_options = [os.environ.get("CDC_INGEST_SPARK_JAVA_OPTIONS", DRIVER_JAVA_OPTIONS),
                     *cds.java_options(jars)]
     settings["spark.driver.extraJavaOptions"] = " ".join(o for o in java_options if o)
