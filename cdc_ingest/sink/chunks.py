@@ -25,6 +25,8 @@ from cdc_ingest.sink.tx_parts import TX_RECORD, TxTally, with_tx_headers
 
 log = logging.getLogger(__name__)
 
+FIRST_GROWTH = 5  # each transaction FIRST_GROWTH times the last, from first_tx_rows on
+
 
 @dataclass
 class Counters:
@@ -62,9 +64,10 @@ def chunks(
     ``transaction.*`` headers, and the ``TX`` records passed are noted in it."""
     add = serde.add
     monotonic = time.monotonic
-    limit = settings.max_tx_rows
+    most = settings.max_tx_rows
     if settings.buffer_max_rows:
-        limit = min(limit, settings.buffer_max_rows)
+        most = min(most, settings.buffer_max_rows)
+    limit = min(most, settings.first_tx_rows or most)
     max_seconds = settings.max_tx_seconds
     partition = counters.partition
     messages: list[SinkMessage] = []
@@ -128,6 +131,7 @@ def chunks(
                 counters.max_event_ts_ms = max_ts
                 yield messages, last
                 messages, began, pending = [], monotonic(), False
+                limit = min(most, limit * FIRST_GROWTH)
     counters.max_event_ts_ms = max_ts
     if pending:
         yield messages, last

@@ -20,7 +20,8 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import replace
 from functools import partial
 from types import FrameType
@@ -32,31 +33,35 @@ from pyspark.sql.streaming import StreamingQuery
 
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.errors import SinkError
-from cdc_ingest.kafka import KafkaClientError, TopicAdmin, client_config
-from cdc_ingest.kafka.admin import FIRST_CONTACT_S
+from cdc_ingest.kafka import KafkaClientError
 from cdc_ingest.kafka.config import LIBRDKAFKA_ONLY
-from cdc_ingest.kafka.limits import FLOOR
+from cdc_ingest.sink import cds
 from cdc_ingest.sink.arrow_batches import COLUMNS, RESULT, RESULT_SCHEMA, run_task
 from cdc_ingest.sink.failures import query_failed
 from cdc_ingest.sink.settings import SinkSettings, sink_settings
 from cdc_ingest.sink.spark import (
     CONNECTOR,
+    SessionLaunch,
     local_checkpoint_manager,
     spark_context_exists,
-    spark_session,
+)
+from cdc_ingest.sink.startup import (
+    Changelog,
+    changelog,
+    start_from,
+    warm_python_workers,
 )
 from cdc_ingest.sink.tx_metadata import tx_metadata_writer
-from cdc_ingest.sink.writer import committed_offsets, write_partition
+from cdc_ingest.sink.writer import write_partition
 
 log = logging.getLogger(__name__)
 
 BatchCallback = Callable[[int, list[dict[str, Any]]], None]
 
-EARLIEST = -2  # Spark's startingOffsets code for "the partition's earliest offset"
 POLL_S = 1  # how often the waiting loop looks at the stop event
 STOP_GRACE_S = 30.0  # how long a stop waits for the running batch to finish
-TOPIC_POLL_S = 1.0  # how often to look for the changelog topic until capture creates it
 FETCH_MAX_WAIT_MS = 50  # the Kafka source's consumers (see source_options)
+FIRST_TX_ROWS = 2_000  # a task's first transaction in the first batch (_batch_writer)
 
 # Kafka settings Spark's Kafka source manages itself (it refuses most of them at start).
 _NOT_FOR_SPARK = {
@@ -65,61 +70,6 @@ _NOT_FOR_SPARK = {
     "interceptor.classes": "Spark's Kafka source does not allow consumer interceptors",
     "isolation.level": "the sink always reads read_committed",
 }
-
-
-def starting_offsets(topic: str, partitions: int, committed: Mapping[int, int]) -> str:
-    """Spark's ``startingOffsets`` JSON: the committed offset per partition, else earliest."""
-    return json.dumps({topic: {str(p): committed.get(p, EARLIEST) for p in range(partitions)}})
-
-
-def _checkpoint_has_offsets(spark: SparkSession, checkpoint: str) -> bool:
-    """True when the query's checkpoint already decides where it resumes."""
-    # Through Hadoop, like Spark itself: the checkpoint may be a local path, HDFS or S3.
-    sc = spark.sparkContext
-    jvm = sc._jvm
-    assert jvm is not None
-    path = jvm.org.apache.hadoop.fs.Path(checkpoint.rstrip("/") + "/offsets")
-    fs = path.getFileSystem(sc._jsc.hadoopConfiguration())
-    return bool(fs.exists(path)) and any(
-        status.getPath().getName().isdigit() for status in fs.listStatus(path)
-    )
-
-
-def _changelog_topic(defn: PipelineDef,
-                     stop_event: threading.Event | None) -> tuple[int, int] | None:
-    """The changelog topic's partition count and ``max.message.bytes`` (a sink value, one
-    row image, fits in it), once capture has created it; None if stopped.
-
-    Spark's Kafka source fails a query whose topic does not exist, and ``start`` runs capture
-    and the sink side by side, so the sink waits instead.
-    """
-    topic = defn.pipeline.changelog_topic
-    admin = TopicAdmin(client_config(defn.sink.properties))
-    stop = stop_event or threading.Event()
-    waiting = False
-    while (partitions := admin.partitions(topic)) is None:
-        if not waiting:
-            log.info("waiting for the changelog topic %s: capture creates it", topic)
-            waiting = True
-        if stop.wait(TOPIC_POLL_S):
-            return None
-    limit = admin.topic_config(topic).get("max.message.bytes")
-    return partitions, max(FLOOR, int(limit or 0))
-
-
-def _start_from(
-    spark: SparkSession, defn: PipelineDef, settings: SinkSettings, partitions: int
-) -> str | None:
-    """``startingOffsets`` when the checkpoint has none, so losing it costs no re-reading."""
-    topic, checkpoint = defn.pipeline.changelog_topic, defn.pipeline.checkpoint_dir
-    if _checkpoint_has_offsets(spark, checkpoint):
-        log.info("resuming %s from the Spark checkpoint in %s", topic, checkpoint)
-        return None
-    committed = committed_offsets(settings)
-    log.info("no offsets in the Spark checkpoint %s: starting %s from the sink group's "
-             "committed offsets %s (partitions without one: earliest)",
-             checkpoint, topic, dict(sorted(committed.items())))
-    return starting_offsets(topic, partitions, committed)
 
 
 def source_options(defn: PipelineDef, start: str | None) -> dict[str, str]:
@@ -169,10 +119,15 @@ def _summary(batch_id: int, results: list[dict[str, Any]], seconds: float) -> st
 def _batch_writer(
     settings: SinkSettings, on_batch: BatchCallback | None
 ) -> Callable[[DataFrame, int], None]:
+    # the first batch after a start may hold a whole backlog: its first transactions are
+    # small, so the first changes are visible soon (settings.first_tx_rows)
+    first = [replace(settings, first_tx_rows=FIRST_TX_ROWS)]
+
     def write_batch(df: DataFrame, batch_id: int) -> None:
         began = time.monotonic()
+        now = first.pop() if first else settings
         # The writer is looked up here, on the driver, and pickled into the tasks.
-        task = partial(run_task, write_partition, settings)
+        task = partial(run_task, write_partition, now)
         rows = df.select(*COLUMNS).mapInArrow(task, RESULT_SCHEMA).collect()
         results: list[dict[str, Any]] = [json.loads(row[RESULT]) for row in rows]
         log.info("%s", _summary(batch_id, results, time.monotonic() - began))
@@ -183,10 +138,10 @@ def _batch_writer(
 
 
 def _start_query(
-    spark: SparkSession, defn: PipelineDef, settings: SinkSettings, partitions: int,
+    spark: SparkSession, defn: PipelineDef, settings: SinkSettings, found: Changelog,
     on_batch: BatchCallback | None,
 ) -> StreamingQuery:  # fmt: skip
-    options = source_options(defn, _start_from(spark, defn, settings, partitions))
+    options = source_options(defn, start_from(spark, defn, settings, found))
     try:
         changelog = spark.readStream.format("kafka").options(**options).load()
     except AnalysisException as exc:
@@ -245,6 +200,7 @@ def run_sink(
     master: str | None = None,
     stop_event: threading.Event | None = None,
     on_batch: BatchCallback | None = None,
+    launch: SessionLaunch | None = None,
 ) -> None:
     """Write the changelog topic to the sink topics until ``stop_event`` is set.
 
@@ -252,30 +208,32 @@ def run_sink(
     :func:`~cdc_ingest.sink.writer.write_partition`) once the batch is written. Raises
     :class:`SinkError` when a batch fails; nothing of a failed batch is committed. A
     SparkSession this call creates is stopped at the end; an existing one is reused and kept.
+    ``launch``: the session already being started (``cdc-ingest sink``), for ``master``.
     """
     settings = sink_settings(defn)
-    # Kafka is asked once before Spark starts: a broker no one reaches is reported in seconds,
-    # not after Spark's start-up (unless a stop comes meanwhile: then nothing is reported)
-    try:
-        TopicAdmin(client_config(defn.sink.properties),
-                   first_contact_s=FIRST_CONTACT_S).partitions(defn.pipeline.changelog_topic)
-    except KafkaClientError:
-        if stop_event is not None and stop_event.is_set():
-            return
-        raise
-    owns_session = not spark_context_exists()
-    spark = spark_session(f"cdc-ingest-sink-{defn.pipeline.id}", master)
+    owns_session = launch is not None or not spark_context_exists()
+    # Spark's JVM starts in a thread now (if not yet), while this thread asks Kafka
+    # (sink/startup.py)
+    launch = launch or SessionLaunch(f"cdc-ingest-sink-{defn.pipeline.id}", master)
+    spark: SparkSession | None = None
     metadata = None
     try:
-        changelog = _changelog_topic(defn, stop_event)
-        if changelog is None:
+        try:
+            found = changelog(defn, settings, stop_event)
+        except KafkaClientError:
+            if stop_event is not None and stop_event.is_set():
+                return  # stopped while Kafka was being asked: nothing to report
+            raise
+        spark = launch.session()
+        if found is None:
             return  # stopped before there was anything to read
-        partitions, limit = changelog
-        settings = replace(settings, max_message_bytes=limit)
+        warm_python_workers(spark)
+        settings = replace(settings, max_message_bytes=found.max_message_bytes)
         if (metadata := tx_metadata_writer(defn)) is not None:  # after a batch: BEGIN, END
             metadata.start()
             on_batch = metadata.after(on_batch)
-        query = _start_query(spark, defn, settings, partitions, on_batch)
+        on_batch = cds.after_first_batch(on_batch)  # builds a missing CDS archive, once
+        query = _start_query(spark, defn, settings, found, on_batch)
         try:
             _wait(query, stop_event, defn.pipeline.checkpoint_dir)
         finally:
@@ -284,7 +242,10 @@ def run_sink(
     finally:
         if metadata is not None:
             metadata.close()
-        if owns_session:
+        if spark is None:  # Kafka failed first: the JVM is stopped once it is up
+            with suppress(Exception):
+                spark = launch.session()
+        if owns_session and spark is not None:
             spark.stop()
 
 

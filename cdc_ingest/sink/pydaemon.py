@@ -13,6 +13,10 @@ directory again there, at every task (what that cost, measured: docs/decisions/0
 Spark 4 also puts its ``spark-core`` jar on that path, which holds no Python but gets
 ``zipimporter``s of its own when an import looks through it (5,261 entries read again per task).
 
+The daemon also imports what every sink task runs before it forks any worker, so a worker it
+forks (the first ones, and any after Spark reaped an idle one) starts with them loaded instead
+of importing them in its first task.
+
 This daemon drops the zips from the path when they are copies of the installed packages (the
 zip inside the very ``pyspark`` package that the rest of the path finds; py4j of the same
 version) and the jars of that package's own ``jars`` folder, then runs ``pyspark.daemon`` as
@@ -27,6 +31,9 @@ import re
 import sys
 from importlib.machinery import PathFinder
 
+# what a sink task imports (sink/arrow_batches.py, sink/writer.py and pyspark's Arrow path)
+TASK_MODULES = ("pyspark.worker", "pyspark.sql.pandas.serializers",
+                "cdc_ingest.sink.arrow_batches", "cdc_ingest.sink.writer")
 _PY4J_ZIP = re.compile(r"py4j-(?P<version>[0-9][^/]*)-src\.zip$")
 
 
@@ -85,8 +92,22 @@ def drop_redundant_entries() -> list[str]:
     return drop
 
 
+def import_task_modules() -> list[str]:
+    """Import :data:`TASK_MODULES`; the ones that failed (the task then reports why)."""
+    import importlib  # noqa: PLC0415
+
+    failed = []
+    for name in TASK_MODULES:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a task importing it says what is wrong
+            failed.append(name)
+    return failed
+
+
 if __name__ == "__main__":
     drop_redundant_entries()
+    import_task_modules()
     import runpy
 
     runpy.run_module("pyspark.daemon", run_name="__main__", alter_sys=True)

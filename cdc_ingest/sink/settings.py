@@ -39,6 +39,10 @@ class SinkSettings:
     # (measured: docs/decisions/0003), so fewer, larger transactions cost less
     max_tx_rows: int = 50_000
     max_tx_seconds: float = 10.0
+    # rows of a task's first transaction in the sink's first batch, each next one FIRST_GROWTH
+    # times larger up to max_tx_rows: with a backlog, the first changes are visible without
+    # waiting for a full-size transaction (sink/chunks.py); None: every one max_tx_rows
+    first_tx_rows: int | None = None
     # message.max.bytes of the sink's producers and max.message.bytes of the topics it
     # creates: the changelog topic's (cdc_ingest.kafka.limits)
     max_message_bytes: int = 1 << 20

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
@@ -86,7 +87,9 @@ def _under_spark_submit() -> bool:
     return spark_context_exists() or "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def _is_local(master: str) -> bool:
+def is_local(master: str | None) -> bool:
+    """True for a local master (None: the default, local[*])."""
+    master = master or DEFAULT_MASTER
     return master == "local" or master.startswith("local[")
 
 
@@ -116,7 +119,7 @@ def _settings(master: str) -> dict[str, str]:
     java_options = [os.environ.get("CDC_INGEST_SPARK_JAVA_OPTIONS", DRIVER_JAVA_OPTIONS),
                     *cds.java_options(jars)]
     settings["spark.driver.extraJavaOptions"] = " ".join(o for o in java_options if o)
-    if _is_local(master):
+    if is_local(master):
         settings.update({
             "spark.ui.enabled": "false",
             "spark.driver.host": "127.0.0.1",
@@ -152,11 +155,14 @@ def spark_session(
             builder = builder.config(key, value)
         return builder.getOrCreate()
     master = master or DEFAULT_MASTER
-    if _is_local(master):
+    if is_local(master):
         # the Python workers must import cdc_ingest from this very environment
         os.environ["PYSPARK_PYTHON"] = sys.executable
         # the JVM reads it at launch; else it warns that the hostname is a loopback address
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        # what pyspark finds anyway; set, spark-submit's script does not start a Python
+        # process to find it again
+        os.environ.setdefault("SPARK_HOME", str(Path(pyspark.__file__).parent))
     settings = {**_settings(master), **(conf or {})}
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -168,6 +174,38 @@ def spark_session(
     # py4j logs every foreachBatch callback at INFO
     logging.getLogger("py4j").setLevel(logging.WARNING)
     return session
+
+
+class SessionLaunch(threading.Thread):
+    """:func:`spark_session` in a thread, started at once: the JVM starts while the caller
+    does what needs no JVM (sink/startup.py). A caller that fails meanwhile still calls
+    :meth:`session` (or :meth:`discard`), so the JVM it started is stopped, not left behind."""
+
+    def __init__(self, app_name: str, master: str | None) -> None:
+        super().__init__(name="spark-session-launch", daemon=True)
+        self._args = (app_name, master)
+        self._session: SparkSession | None = None
+        self._failure: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self._session = spark_session(*self._args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the thread that waits
+            self._failure = exc
+
+    def session(self) -> SparkSession:
+        """The session once it is up; raises what stopped it from starting."""
+        self.join()
+        if self._failure is not None:
+            raise self._failure
+        assert self._session is not None
+        return self._session
+
+    def discard(self) -> None:
+        """Stop the session once it is up (when this launch started it); never raises."""
+        with contextlib.suppress(BaseException):
+            self.session().stop()
 
 
 CHECKPOINT_MANAGER_CONF = "spark.sql.streaming.checkpointFileManagerClass"

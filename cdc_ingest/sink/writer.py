@@ -18,6 +18,7 @@ import atexit
 import logging
 import time
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
 from typing import Any
 
@@ -35,6 +36,8 @@ from cdc_ingest.sink.serde import Serde, SinkMessage, SinkSerde, last_per_key
 from cdc_ingest.sink.settings import SinkSettings
 from cdc_ingest.sink.topics import SinkTopics
 from cdc_ingest.sink.tx_parts import TxTally
+
+REGISTER_THREADS = 8  # transactional ids registered at once (committed_offsets)
 
 log = logging.getLogger(__name__)
 
@@ -144,9 +147,16 @@ def committed_offsets(settings: SinkSettings) -> dict[int, int]:
     """
     group = _group(settings)
     partitions = group.partitions(settings.changelog_topic)
-    if settings.guarantee == "exactly-once":
-        for partition in partitions:
-            _transactional(settings, partition).close()
+    if settings.guarantee == "exactly-once" and partitions:
+        # each registration waits for the transaction coordinator: all at once
+        with ThreadPoolExecutor(min(REGISTER_THREADS, len(partitions))) as pool:
+            registered = [pool.submit(_transactional, settings, p) for p in partitions]
+        failures = [exc for f in registered if (exc := f.exception()) is not None]
+        for done in registered:
+            if done.exception() is None:
+                done.result().close()
+        if failures:
+            raise failures[0]
     return group.committed(settings.changelog_topic, partitions)
 
 

@@ -98,6 +98,24 @@ def test_chunks_skip_what_was_committed_and_bound_transactions_in_rows() -> None
     assert (counters.rows_in, counters.skipped, counters.max_event_ts_ms) == (7, 2, 1016)
 
 
+def test_the_first_transactions_grow_from_first_tx_rows_to_max_tx_rows() -> None:
+    # a start's first batch (sink/job.py): 2, then 2 x FIRST_GROWTH (5), then max_tx_rows
+    settings = _settings(max_tx_rows=12, first_tx_rows=2)
+    batches = ChangelogBatches([_batch(0, list(range(40)))]).columns()
+    sizes = [len(m) for m, _ in _chunks(settings, Counters(partition=0), batches, start=0)]
+    assert sizes == [2, 10, 12, 12, 4]
+    # buffer-flush.max-rows still bounds each one (its dedup runs per transaction)
+    settings = _settings(max_tx_rows=12, first_tx_rows=2, buffer_max_rows=6)
+    batches = ChangelogBatches([_batch(0, list(range(20)))]).columns()
+    sizes = [len(m) for m, _ in _chunks(settings, Counters(partition=0), batches, start=0)]
+    assert sizes == [2, 6, 6, 6]
+    # later batches: max_tx_rows from the first transaction on
+    batches = ChangelogBatches([_batch(0, list(range(20)))]).columns()
+    sizes = [len(m) for m, _ in _chunks(_settings(max_tx_rows=12), Counters(partition=0),
+                                        batches, start=0)]
+    assert sizes == [12, 8]
+
+
 def test_a_truncate_is_a_chunk_of_its_own_made_after_the_chunk_before_it_is_done() -> None:
     truncate = orjson.dumps({"v": 1, "op": "DDL", "db": "d", "table": "t", "pk": None,
                              "before": None, "after": None, "ts_ms": 2000, "pos": "bin.1:9",
