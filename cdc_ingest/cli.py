@@ -131,12 +131,22 @@ def sink(config_path: Path, master: str | None) -> None:
 def start(config_path: Path, master: str | None) -> None:
     """Run capture and the sink together until stopped; if either fails, stop both."""
     received = hold_stop_signals()
-    from cdc_ingest.capture.options import capture_options
-    from cdc_ingest.commands.supervisor import run_start
-    from cdc_ingest.config import load_pipeline
+    from cdc_ingest.commands.supervisor import discard, run_start, start_sink_first
 
-    capture_options(load_pipeline(config_path))  # config errors now, not in a child
-    run_start(config_path, ["--master", master] if master else [], received)
+    sink_args = ["--master", master] if master else []
+    # the sink first: it takes longest to start (Spark's JVM), and starts while the file is
+    # checked here; capture once it is found good
+    sink = None if received else start_sink_first(config_path, sink_args)
+    try:
+        from cdc_ingest.capture.options import capture_options
+        from cdc_ingest.config import load_pipeline
+
+        capture_options(load_pipeline(config_path))  # config errors now, said once, here
+    except BaseException:
+        if sink is not None:
+            discard(sink)
+        raise
+    run_start(config_path, sink_args, received, sink)
 
 
 @cli.command(help="Compare every sink topic with the MySQL tables routed to it; exit "
