@@ -224,8 +224,8 @@ def test_the_build_after_the_first_batch_runs_detached_and_holds_the_lock(
     # holding the build lock, logging next to the archive
     pids = [p for p in os.listdir("/proc") if p.isdigit()]
     mine = [int(p) for p in pids if _cmdline(p).startswith(f"{sys.executable}\0-c\0")
-            and str(archive) in _cmdline(p)]
-    assert len(mine) == 1, mine
+            and str(archive) in _cmdline(p) and _parent(p) == os.getpid()]
+    assert len(mine) == 1, [(p, _parent(str(p)), _cmdline(str(p))[:200]) for p in mine]
     assert os.getsid(mine[0]) == mine[0] != os.getsid(0)
     deadline = time.monotonic() + 10
     log_file = archive.with_name(f"{archive.name}.log")
@@ -239,6 +239,13 @@ def test_the_build_after_the_first_batch_runs_detached_and_holds_the_lock(
     while cds.cannot_build(archive) is not None and time.monotonic() < deadline:
         time.sleep(0.05)  # the lock goes with the child
     assert cds.cannot_build(archive) is None
+
+
+def _parent(pid: str) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return -1
 
 
 def _cmdline(pid: str) -> str:
