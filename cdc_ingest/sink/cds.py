@@ -47,12 +47,12 @@ FETCH = "python -m cdc_ingest.sink.spark fetch"
 # no -Xlog:cds=off: an archive the JVM cannot map is then one warning line, not a silent loss
 _USE = "-Xshare:auto"
 TRAIN_TIMEOUT_S = 300
-TRAINING = 2  # what cds_train.py exercises: a new one is a new archive name, so it is rebuilt
 RETRY_AFTER_S = 24 * 3600  # after a failed build, the sink does not try again for a day
 MIN_MEMORY_BYTES = 2.5e9  # MemAvailable the training run's JVM and Python need beside the sink
 MIN_DISK_BYTES = 400e6  # the archive, and the partial one beside it while it is written
 
 BatchCallback = Callable[[int, list[dict[str, Any]]], None]
+
 
 
 class _State:
@@ -99,7 +99,6 @@ def archive_path(jars: list[Path]) -> Path:
     for jar in jars:
         digest.update(jar.name.encode() + b"\n")
     digest.update(_jdk_identity(_java()) + b"\n")
-    digest.update(f"training {TRAINING}\n".encode())
     for folder in [spark_jars_dir(), *sorted({jar.parent for jar in jars})]:
         digest.update(str(folder.resolve()).encode() + b"\n")
     return cache_dir() / "spark-cds" / f"spark-{pyspark.__version__}-{digest.hexdigest()}.jsa"

@@ -2,9 +2,8 @@
 of its own: ``python -m cdc_ingest.sink.cds_train <archive> [--background]``.
 
 A SparkSession whose JVM dumps the classes it loaded at exit, after a streaming query
-through ``foreachBatch`` and ``mapInArrow`` as the sink runs, and the Kafka source's query
-start and a Kafka consumer against an address nobody listens on (no broker is needed). The
-JVM writes ``.<archive name>.<pid>`` beside the archive, which
+through ``foreachBatch`` and ``mapInArrow`` as the sink runs and the Kafka source's analysis
+(no broker is contacted). The JVM writes ``.<archive name>.<pid>`` beside the archive, which
 is renamed into place when the run succeeded; older archives are then removed. A failure
 writes ``<archive>.failed`` (when, and why), which keeps the sink from trying again for a
 day. Whoever starts this holds the build lock for it (it takes none). ``--background``: at
@@ -42,7 +41,9 @@ def train(out: Path) -> None:
                       "CAST(CAST(timestamp AS STRING) AS BINARY) AS value").mapInArrow(
             _identity, "partition int, offset long, key binary, value binary").collect()
 
-    _kafka(spark, batch, out)
+    # the Kafka source's classes, as far as analysis loads them (no broker is contacted)
+    spark.readStream.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:9") \
+        .option("subscribe", "cds-training").load().printSchema()
     query = (spark.readStream.format("rate").option("rowsPerSecond", 1000).load()
              .writeStream.foreachBatch(batch).trigger(processingTime="200 milliseconds")
              .option("checkpointLocation", str(out.parent / f"{out.name}.checkpoint"))
@@ -69,48 +70,6 @@ def train(out: Path) -> None:
         gateway.proc.stdin.close()  # the JVM exits at end of input, writing the archive
         if gateway.proc.wait(120) != 0:
             raise RuntimeError(f"the training JVM exited with {gateway.proc.returncode}")
-
-
-NOBODY = "127.0.0.1:9"  # a broker address no one listens on: the clients fail, quickly
-
-
-def _kafka(spark: Any, batch: Any, out: Path) -> None:
-    """The Kafka source and clients as the sink's start uses them, against :data:`NOBODY`:
-    a streaming query's start (its offset reader and admin client) and a consumer's, whose
-    classes the sink's first batch would otherwise load from the jars. They fail, as
-    expected here; only the classes they loaded matter."""
-    timeouts = {"kafka.default.api.timeout.ms": "500", "kafka.request.timeout.ms": "500",
-                "fetchOffset.numRetries": "1", "fetchOffset.retryIntervalMs": "100"}
-    source = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", NOBODY)
-              .option("subscribe", "cds-training").option("kafka.isolation.level",
-                                                          "read_committed").options(**timeouts))
-    source.load().printSchema()
-    query = (source.load().writeStream.foreachBatch(batch)
-             .option("checkpointLocation", str(out.parent / f"{out.name}.checkpoint-kafka"))
-             .start())
-    deadline = time.monotonic() + 15
-    while query.isActive and time.monotonic() < deadline:
-        time.sleep(0.2)  # it fails once its offset reader gives up
-    query.stop()
-    jvm = spark.sparkContext._jvm
-    props = jvm.java.util.Properties()
-    for key, value in {"bootstrap.servers": NOBODY, "isolation.level": "read_committed",
-                       "default.api.timeout.ms": "300", "request.timeout.ms": "300",
-                       "key.deserializer": _BYTES, "value.deserializer": _BYTES}.items():
-        props.put(key, value)
-    consumer = jvm.org.apache.kafka.clients.consumer.KafkaConsumer(props)
-    try:
-        partition = jvm.org.apache.kafka.common.TopicPartition("cds-training", 0)
-        consumer.assign(jvm.java.util.Collections.singletonList(partition))
-        consumer.seek(partition, 0)
-        consumer.poll(jvm.java.time.Duration.ofMillis(300))
-    except Exception as exc:  # noqa: BLE001 - expected: nobody answers
-        log.debug("training consumer: %s", exc)
-    finally:
-        consumer.close(jvm.java.time.Duration.ofMillis(100))
-
-
-_BYTES = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
 
 
 def _identity(batches):  # type: ignore[no-untyped-def]
@@ -165,8 +124,7 @@ def build(archive: Path) -> int:
         return 1
     finally:
         partial.unlink(missing_ok=True)
-        for suffix in (".checkpoint", ".checkpoint-kafka"):
-            shutil.rmtree(partial.parent / f"{partial.name}{suffix}", ignore_errors=True)
+        shutil.rmtree(partial.parent / f"{partial.name}.checkpoint", ignore_errors=True)
     log.info("built %s (%.0f MB) in %.0f s", archive, archive.stat().st_size / 1e6,
              time.monotonic() - began)
     return 0
