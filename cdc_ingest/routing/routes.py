@@ -105,14 +105,6 @@ class RouteRule:
         source = TableSelector.parse(source_table, option=_option(path, "source-table"))
         return cls(source, sink_table, replace_symbol, path)
 
-    @property
-    def fixed_topic(self) -> str | None:
-        """The topic this rule gives every table it takes, when it is one name (no
-        placeholder, no group reference); None otherwise."""
-        if self.replace_symbol is None and all(isinstance(p, str) for p in self._template):
-            return self.sink_table
-        return None
-
     def could_name(self, topic: str) -> bool:
         """Whether this rule can give some table the sink-table ``topic`` (placeholders and
         group references taken as any text)."""

@@ -4,12 +4,11 @@ Most of a sink's start is the JVM's (the ``spark-submit`` launch, then Spark's c
 it needs no answer from Kafka. So the SparkSession starts in a thread at once
 (:class:`~cdc_ingest.sink.spark.SessionLaunch`; ``cdc-ingest sink`` starts it before it even
 reads the pipeline file), while the calling thread asks Kafka what the query needs: the
-changelog topic (waiting for capture to create it), its size limit, the sink topics routes name
-outright (created, as a task would), and, when the checkpoint has no offsets yet, the sink
-group's committed offsets (each partition's transactional id registered first, see
-:func:`~cdc_ingest.sink.writer.committed_offsets`). Once the session is up,
-:func:`warm_python_workers` starts the Python workers with a throwaway job while the query plans
-its first batch, so the first batch's tasks find them started and their modules
+changelog topic (waiting for capture to create it), its size limit, and, when the checkpoint
+has no offsets yet, the sink group's committed offsets (each partition's transactional id
+registered first, see :func:`~cdc_ingest.sink.writer.committed_offsets`). Once the session is
+up, :func:`warm_python_workers` starts the Python workers with a throwaway job while the query
+plans its first batch, so the first batch's tasks find them started and their modules
 imported. What each step saves, measured: docs/decisions/0015.
 """
 
@@ -28,11 +27,10 @@ from urllib.parse import urlparse
 from pyspark.sql import SparkSession
 
 from cdc_ingest.config import PipelineDef
-from cdc_ingest.kafka import KafkaClientError, TopicAdmin, client_config
+from cdc_ingest.kafka import TopicAdmin, client_config
 from cdc_ingest.kafka.admin import FIRST_CONTACT_S
 from cdc_ingest.kafka.limits import FLOOR
 from cdc_ingest.sink.settings import SinkSettings
-from cdc_ingest.sink.topics import SinkTopics
 from cdc_ingest.sink.writer import committed_offsets
 
 log = logging.getLogger(__name__)
@@ -89,25 +87,11 @@ def changelog(defn: PipelineDef, settings: SinkSettings,
         if stop.wait(wait):
             return None
         wait = min(TOPIC_POLL_MAX_S, wait * 2)
-    limit = max(FLOOR, int(admin.topic_config(topic).get("max.message.bytes") or 0))
+    limit = admin.topic_config(topic).get("max.message.bytes")
     committed = None
     if local_checkpoint_has_offsets(defn.pipeline.checkpoint_dir) is False:
         committed = committed_offsets(settings)
-    _routed_topics(settings, limit)
-    return Changelog(partitions, limit, committed)
-
-
-def _routed_topics(settings: SinkSettings, max_message_bytes: int) -> None:
-    """Create the sink topics routes name outright (``sink-table: orders``), as a task would
-    (sink/topics.py), so the first batch does not wait for them. A topic that needs a table's
-    name waits for its first row; a failure here is left for the task to report."""
-    topics = SinkTopics(settings.kafka, settings.topic_partitions, settings.topic_replication,
-                        max_message_bytes, compact=settings.events is None)
-    for topic in sorted({t for rule in settings.router.rules if (t := rule.fixed_topic)}):
-        try:
-            topics.ensure(topic)
-        except KafkaClientError as exc:
-            log.debug("sink topic %s not created ahead of the first batch: %s", topic, exc)
+    return Changelog(partitions, max(FLOOR, int(limit or 0)), committed)
 
 
 def _checkpoint_has_offsets(spark: SparkSession, checkpoint: str) -> bool:

@@ -26,12 +26,3 @@ def test_other_file_systems_are_left_to_spark() -> None:
 
 def test_starting_offsets_default_to_earliest() -> None:
     assert starting_offsets("cl", 3, {1: 40}) == '{"cl": {"0": -2, "1": 40, "2": -2}}'
-
-
-def test_routes_that_name_one_topic_are_the_ones_created_ahead() -> None:
-    from cdc_ingest.routing.routes import RouteRule  # noqa: PLC0415
-
-    assert RouteRule.compile("db.orders", "orders").fixed_topic == "orders"
-    assert RouteRule.compile("db.shard_[0-9]+", "all-shards").fixed_topic == "all-shards"
-    assert RouteRule.compile("db.\\.*", "ods_<>", replace_symbol="<>").fixed_topic is None
-    assert RouteRule.compile("(db).(t[0-9])", "$1-$2").fixed_topic is None
