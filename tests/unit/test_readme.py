@@ -1,8 +1,10 @@
-"""README.md against the code: its Commands table lists every command of the CLI, and the
-order it says pytest runs the suite in is the order pytest collects it."""
+"""README.md against the code: its Commands table lists every command of the CLI, the
+order it says pytest runs the suite in is the order pytest collects it, and its table by
+workload size is compare.py's results file."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -37,3 +39,25 @@ def test_the_suite_runs_integration_then_unit_as_the_readme_says() -> None:
     assert "`pytest` over `tests/` in path order (first `tests/integration`" in text
     assert "then `tests/unit`)" in text
     assert "unit tests, then integration tests" not in text
+
+
+def _size_table() -> dict[str, list[str]]:
+    section = README.split("By workload size", 1)[1].split("\n\n", 2)[1]
+    rows = [line.strip("|").split("|") for line in section.splitlines()
+            if re.match(r"^\| \d+[kM] \|", line)]
+    return {cells[0].strip(): [c.strip() for c in cells[1:]] for cells in rows}
+
+
+def test_the_size_table_is_the_results_file() -> None:
+    # every figure of README's table by workload size, as compare.py wrote it
+    doc = json.loads((ROOT / "benchmarks" / "results" / "compare-sizes.json").read_text())
+    table = _size_table()
+    assert sorted(table) == sorted(row["size"] for row in doc["sizes"])
+    for row in doc["sizes"]:
+        rate, versus, first, empty = table[row["size"]][:4]
+        assert rate.startswith(f"{row['eo_rows_per_s'] / 1000:.1f}k rows/s"), (rate, row)
+        assert versus == f"{row['eo_vs_debezium']:.2f}x", (versus, row)
+        assert first == (f"{row['first_first_output_s']:.1f} s / "
+                         f"{row['debezium_first_output_s']:.1f} s"), (first, row)
+        assert empty == (f"{row['first_empty_trigger_0_s']:.1f} s / "
+                         f"{row['first_empty_default_trigger_s']:.1f} s"), (empty, row)
