@@ -34,6 +34,7 @@ from pipeline import (
     Stage,
     _log_time,
     _topics,
+    fresh_table_like_orders,
     pipeline_yaml,
     sink_batches,
     sink_topic_summary,
@@ -321,18 +322,6 @@ def run_first_backlog(svc: Services, wl: Workload, name: str, server_id: int, wo
     }
 
 
-def _empty_table(svc: Services) -> str:
-    """(Re)create ``bench.first_empty`` like ``bench.orders``; the GTID after that DDL."""
-    conn = mysql_conn(svc.admin)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"DROP TABLE IF EXISTS {DB}.{EMPTY_TABLE}")
-            cur.execute(f"CREATE TABLE {DB}.{EMPTY_TABLE} LIKE {DB}.{TABLE}")
-            return str(svc.server.gtid_state(cur))
-    finally:
-        conn.close()
-
-
 def run_first_empty(svc: Services, name: str, server_id: int, workdir: Path,
                     trigger: str | None) -> dict[str, Any]:
     """``start`` at the binlog head over an empty table (``specific-offset`` at the GTID after
@@ -341,7 +330,8 @@ def run_first_empty(svc: Services, name: str, server_id: int, workdir: Path,
     topics = _topics(name)
     config = workdir / f"{name}.yaml"
     config.write_text(pipeline_yaml(
-        svc, name, server_id, workdir / name, gtid=_empty_table(svc), guarantee="exactly-once",
+        svc, name, server_id, workdir / name, gtid=fresh_table_like_orders(svc, EMPTY_TABLE),
+        guarantee="exactly-once",
         sink_topic=topics["sink"], trigger=trigger, max_offsets=None, table=EMPTY_TABLE))
     conn = mysql_conn(svc.admin)  # connected before the spawn
     run = StartRun(svc, name, config, workdir)

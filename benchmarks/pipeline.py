@@ -652,15 +652,14 @@ class Writer:
             conn.close()
 
 
-def _fresh_latency_table(svc: Services) -> str:
-    """(Re)create ``bench.latency`` like ``bench.orders``; the GTID after that DDL."""
+def fresh_table_like_orders(svc: Services, table: str) -> str:
+    """(Re)create ``bench.<table>`` like ``bench.orders``; the GTID after that DDL."""
     conn = mysql_conn(svc.admin)
     try:
         with conn.cursor() as cur:
-            cur.execute(f"DROP TABLE IF EXISTS {DB}.{LATENCY_TABLE}")
-            cur.execute(f"CREATE TABLE {DB}.{LATENCY_TABLE} LIKE {DB}.{TABLE}")
-            cur.execute("SELECT @@GLOBAL.gtid_binlog_pos")
-            return str(cur.fetchone()[0] or "")
+            cur.execute(f"DROP TABLE IF EXISTS {DB}.{table}")
+            cur.execute(f"CREATE TABLE {DB}.{table} LIKE {DB}.{TABLE}")
+            return str(svc.server.gtid_state(cur))
     finally:
         conn.close()
 
@@ -683,7 +682,7 @@ def run_latency(
     topics = _topics(name)
     config = workdir / f"{name}.yaml"
     config.write_text(pipeline_yaml(
-        svc, name, server_id, workdir / name, gtid=_fresh_latency_table(svc),
+        svc, name, server_id, workdir / name, gtid=fresh_table_like_orders(svc, LATENCY_TABLE),
         guarantee="exactly-once", sink_topic=topics["sink"], trigger=st.latency_trigger,
         max_offsets=None, capture_interval=st.latency_capture_interval, table=LATENCY_TABLE,
     ))  # fmt: skip

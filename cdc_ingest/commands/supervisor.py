@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -113,26 +112,24 @@ def restart_delay(restarts: int) -> float:
     return float(min(2 ** (restarts - 1), MAX_RESTART_DELAY_S))
 
 
-def start_sink_first(config: Path, sink_args: list[str]) -> Callable[[], _Child]:
+def start_sink_first(config: Path, sink_args: list[str]) -> _Child:
     """Spawn the sink now, before ``start`` has read the pipeline file itself: the sink is the
     slower of the two to start (Spark's JVM), so it starts while ``start`` checks the file.
     Returns what :func:`run_start` takes as ``sink``; :func:`discard` it if the check fails."""
-    child = _spawn("sink", config, sink_args)
-    return lambda: child
+    return _spawn("sink", config, sink_args)
 
 
-def discard(sink: Callable[[], _Child]) -> None:
+def discard(sink: _Child) -> None:
     """Kill a sink spawned by :func:`start_sink_first` whose pipeline file turned out wrong,
     with its process group (its JVM), before it says the same: ``start`` reports the errors."""
-    proc = sink().proc
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+        os.killpg(sink.proc.pid, signal.SIGKILL)
+    sink.proc.wait()
 
 
 def run_start(config: Path, sink_args: list[str] | None = None,
               received: list[int] | None = None,
-              sink: Callable[[], _Child] | None = None) -> None:
+              sink: _Child | None = None) -> None:
     """Run capture and sink until one fails for good or a stop signal arrives; a child that
     exits with :data:`TRANSIENT_EXIT_CODE` (MySQL or Kafka away for a while, a transaction
     Kafka timed out) is started again, with backoff, while the other runs on.
@@ -151,13 +148,13 @@ def run_start(config: Path, sink_args: list[str] | None = None,
         log.info("stop requested (signal %d) while start was starting: stopping before it "
                  "started capture and the sink", received[0])
         if sink is not None:  # spawned already: it stops as asked, before it does anything
-            sink().proc.send_signal(signal.SIGTERM)
-            _wait_stopped(sink())
+            sink.proc.send_signal(signal.SIGTERM)
+            _wait_stopped(sink)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         return
     extra: dict[str, list[str]] = {"capture": [], "sink": sink_args or []}
-    children = [sink() if sink is not None and name == "sink" else _spawn(name, config, args)
+    children = [sink if sink is not None and name == "sink" else _spawn(name, config, args)
                 for name, args in extra.items()]
     restarts: dict[str, int] = {}  # transient exits in a row, per child
     try:

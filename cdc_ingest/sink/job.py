@@ -21,7 +21,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from contextlib import suppress
 from dataclasses import replace
 from functools import partial
 from types import FrameType
@@ -242,11 +241,11 @@ def run_sink(
     finally:
         if metadata is not None:
             metadata.close()
-        if spark is None:  # Kafka failed first: the JVM is stopped once it is up
-            with suppress(Exception):
-                spark = launch.session()
-        if owns_session and spark is not None:
-            spark.stop()
+        if owns_session:
+            if spark is None:  # Kafka failed first: the JVM is stopped once it is up
+                launch.discard()
+            else:
+                spark.stop()
 
 
 def install_signal_handlers(stop_event: threading.Event) -> None:

@@ -116,11 +116,11 @@ def start_from(spark: SparkSession, defn: PipelineDef, settings: SinkSettings,
                found: Changelog) -> str | None:
     """``startingOffsets`` when the checkpoint has none, so losing it costs no re-reading."""
     topic, checkpoint = defn.pipeline.changelog_topic, defn.pipeline.checkpoint_dir
-    if _checkpoint_has_offsets(spark, checkpoint):
-        log.info("resuming %s from the Spark checkpoint in %s", topic, checkpoint)
-        return None
-    committed = found.committed
+    committed = found.committed  # read only when a local checkpoint had no offsets
     if committed is None:
+        if _checkpoint_has_offsets(spark, checkpoint):
+            log.info("resuming %s from the Spark checkpoint in %s", topic, checkpoint)
+            return None
         committed = committed_offsets(settings)
     log.info("no offsets in the Spark checkpoint %s: starting %s from the sink group's "
              "committed offsets %s (partitions without one: earliest)",
