@@ -155,11 +155,15 @@ class Stage:
     proc: subprocess.Popen[bytes]
 
     @classmethod
-    def start(cls, command: str, config: Path, workdir: Path) -> Stage:
+    def start(cls, command: str, config: Path, workdir: Path,
+              program: list[str] | None = None) -> Stage:
+        """``program``: what runs instead of ``python -m cdc_ingest.cli`` (read_path.py's
+        prototype sink), given the same ``command --config`` arguments."""
         log_file = workdir / f"{config.stem}.{command}.log"
         with log_file.open("ab") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "cdc_ingest.cli", command, "--config", str(config)],
+                [*(program or [sys.executable, "-m", "cdc_ingest.cli"]), command, "--config",
+                 str(config)],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=workdir,
             )  # fmt: skip
         return cls(command, log_file, proc)
@@ -461,11 +465,12 @@ def run_throughput(
     svc: Services, wl: Workload, name: str, server_id: int, workdir: Path, st: Settings,
     guarantee: str, timeout_s: float, changelog_of: str | None = None,
     max_offsets: int | None = None, sink_options: dict[str, Any] | None = None,
-    pipeline_options: dict[str, Any] | None = None,
+    pipeline_options: dict[str, Any] | None = None, sink_program: list[str] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Capture + sink (or with ``changelog_of``, the sink alone over that pipeline's complete
     changelog) from process start until the sink group has committed the whole changelog.
-    ``sink_options`` / ``pipeline_options``: see :func:`pipeline_yaml`."""
+    ``sink_options`` / ``pipeline_options``: see :func:`pipeline_yaml`; ``sink_program``: see
+    :meth:`Stage.start`."""
     topics = _topics(name)
     changelog = _topics(changelog_of)["changelog"] if changelog_of else topics["changelog"]
     limit = st.max_offsets if max_offsets is None else (max_offsets or None)
@@ -479,7 +484,8 @@ def run_throughput(
     commands = ["sink"] if changelog_of else ["capture", "sink"]
     base = cpu_snapshot([], svc)
     started_wall, started = time.time(), time.perf_counter()
-    stages = [Stage.start(c, config, workdir) for c in commands]
+    stages = [Stage.start(c, config, workdir, sink_program if c == "sink" else None)
+              for c in commands]
     progress = Progress(svc, name, changelog, None if changelog_of else name, wl.gtid_after,
                         started)
     try:
