@@ -1,28 +1,35 @@
 #!/usr/bin/env python3
-"""The sink's read path, issue 36 / decision 0010: is reading the changelog with librdkafka in
-the tasks (``_read_path_sink.py``, a prototype) worth building? Decision 0010 builds it only if
-the sink alone gets at least 1.25x faster at 1M changes.
+"""The sink's read path, issue 36 / decisions 0010 and 0016: the sink alone with its tasks
+reading their changelog ranges with librdkafka (this tree) against the same sink with Spark's
+Kafka source handing the records over as Arrow batches (``--baseline``, default the last commit
+before decision 0016, run from a git worktree with ``PYTHONPATH``).
 
 One workload (``--changes``, default 1M: inserts, then 20% updated and 10% deleted), one
-exactly-once end-to-end run to write its changelog (pipeline.py's ``run_throughput``), then the
-sink alone over that changelog, alternately the product (Spark's Kafka source hands the records
-to the Python workers as Arrow batches) and the prototype (the JVM plans the same offset ranges,
-the tasks read them read_committed with confluent-kafka), ``--repeat`` times each. Both are
-exactly-once with the same writer and must write exactly the workload's changes. Reported:
-medians of the wall time (process start -> every offset committed), of foreachBatch rows/s and
-of CPU seconds per million changes by role; the ratio prototype / product.
+exactly-once end-to-end run (this tree) to write its changelog (pipeline.py's
+``run_throughput``), then the sink alone over that changelog, alternately the baseline and this
+tree, ``--repeat`` times each. Both are exactly-once and must write exactly the workload's
+changes. Reported: medians of the wall time (process start -> every offset committed), of
+foreachBatch rows/s and of CPU seconds per million changes by role; the ratio this tree /
+baseline.
 
     python benchmarks/read_path.py --repeat 3
+
+The prototype that decided 0016 (``benchmarks/_read_path_sink.py`` at commit b68d9ac, result
+``results/read-path-prototype.json``) ran the same comparison with the reading done by a
+patched ``foreachBatch``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import secrets
 import statistics
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +46,22 @@ from compare import rows_for
 from pipeline import PARALLELISM, Settings, run_throughput
 
 log = logging.getLogger("benchmarks.read_path")
-ARMS = ("product", "prototype")
-PROTOTYPE = [sys.executable, str(REPO / "benchmarks" / "_read_path_sink.py")]
+ARMS = ("spark source", "librdkafka")
+BASELINE = "b68d9ac"  # the last commit whose sink read the changelog with Spark's Kafka source
 ROLES = ("sink driver (python)", "sink JVM", "sink python workers", "kafka")
+
+
+@contextlib.contextmanager
+def baseline_tree(commit: str, home: Path) -> Iterator[Path]:
+    """``commit`` checked out in a git worktree under ``home``, removed afterwards."""
+    tree = home / f"baseline-{commit}"
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "-q", "--detach", str(tree),
+                    commit], check=True)
+    try:
+        yield tree
+    finally:
+        subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)],
+                       check=False)
 
 
 def _median(values: list[float]) -> float | None:
@@ -73,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--max-offsets-per-trigger", type=int, default=500_000)
     p.add_argument("--timeout", type=float, default=1800.0)
+    p.add_argument("--baseline", default=BASELINE,
+                   help="commit whose sink is the baseline (default %(default)s)")
     p.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "read-path.json")
     add_service_args(p, "keep the temp folder (logs, pipeline YAMLs)")
     args = p.parse_args(argv)
@@ -85,7 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, list[dict[str, Any]]] = {arm: [] for arm in ARMS}
     errors: list[str] = []
     wall = time.perf_counter()
-    with services_from_args(args) as svc:
+    with services_from_args(args) as svc, baseline_tree(args.baseline, svc.home) as tree:
+        programs = {"spark source": ["env", f"PYTHONPATH={tree}", sys.executable, "-m",
+                                     "cdc_ingest.cli"], "librdkafka": None}
         workdir = svc.home / "read-path"
         workdir.mkdir()
         wl = make_workload(svc, rows_for(args.changes))
@@ -96,29 +120,30 @@ def main(argv: list[str] | None = None) -> int:
         for n in range(args.repeat):
             order = ARMS if n % 2 == 0 else ARMS[::-1]
             for arm in order:
-                name = f"{tag}-{arm}-{n + 1}"
+                name = f"{tag}-{arm.split()[0]}-{n + 1}"
                 log.info("repeat %d/%d: sink alone, %s", n + 1, args.repeat, arm)
                 try:
                     runs[arm].append(run_throughput(
                         svc, wl, name, 5710 + n, workdir, st, "exactly-once", args.timeout,
-                        changelog_of=eo, sink_program=PROTOTYPE if arm == "prototype" else None))
+                        changelog_of=eo, sink_program=programs[arm]))
                 except Exception as exc:  # reported; the exit code says so
                     log.exception("%s failed", name)
                     errors.append(f"{name}: {exc}")
                     runs[arm].append({"error": str(exc)})
     result = {arm: summary(runs[arm], wl.changes) for arm in ARMS}
-    base, proto = result["product"], result["prototype"]
+    base, proto = result["spark source"], result["librdkafka"]
     ratio = (proto["rows_per_s"] / base["rows_per_s"]
              if proto["rows_per_s"] and base["rows_per_s"] else None)
     fb_ratio = (proto["foreach_batch_rows_per_s"] / base["foreach_batch_rows_per_s"]
                 if proto["foreach_batch_rows_per_s"] and base["foreach_batch_rows_per_s"]
                 else None)
     doc = {
-        "benchmark": "read_path", "changes": wl.changes, "repeat": args.repeat,
+        "benchmark": "read_path", "baseline": args.baseline, "changes": wl.changes,
+        "repeat": args.repeat,
         "parallelism": PARALLELISM, "max_offsets_per_trigger": args.max_offsets_per_trigger,
         "machine": machine, "seconds_total": time.perf_counter() - wall,
         "summary": result, "ratio_sink_alone_wall": ratio,
-        "ratio_foreach_batch": fb_ratio, "decision_0010_threshold": 1.25,
+        "ratio_foreach_batch": fb_ratio,
         "changelog_run": {k: writer_run[k] for k in ("seconds", "rows_per_s", "cpu_s")},
         "runs": runs, "errors": errors,
     }
@@ -126,12 +151,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nsink alone over {wl.changes:,} changes, {args.repeat} repeats, medians")
     for arm in ARMS:
         s = result[arm]
-        print(f"  {arm:9}: wall {s['wall_s']:.1f} s = {s['rows_per_s']:,.0f} rows/s, "
+        print(f"  {arm:12}: wall {s['wall_s']:.1f} s = {s['rows_per_s']:,.0f} rows/s, "
               f"foreachBatch {s['foreach_batch_rows_per_s'] or 0:,.0f} rows/s, first batch at "
               f"{s['first_batch_start_s'] or 0:.1f} s, CPU s per M changes "
               f"{s['cpu_s_per_million_changes']}")
-    print(f"  prototype / product: wall {ratio or 0:.2f}x, foreachBatch {fb_ratio or 0:.2f}x "
-          "(decision 0010 builds it at 1.25x or more on the sink alone)")
+    print(f"  librdkafka / spark source: wall {ratio or 0:.2f}x, foreachBatch {fb_ratio or 0:.2f}x "
+          f"(baseline {args.baseline})")
     print(f"results: {args.out}")
     for error in errors:
         print(f"error: {error}", file=sys.stderr)

@@ -49,7 +49,8 @@ Secrets (`password`, and `properties.*` whose name says password/secret/jaas/tok
 appear in logs, errors or `repr`.
 
 Kafka TLS/SASL settings go in `properties.*`, and two clients read them: librdkafka (capture,
-the sink's writers) and the Java client in Spark's Kafka source. Each takes its own spelling:
+the sink's tasks, which read and write the records) and the Java client in Spark's Kafka
+source (which plans each batch's offsets). Each takes its own spelling:
 where the names differ, give both (`ssl.ca.location` and `ssl.truststore.location`,
 `sasl.username`/`sasl.password` and `sasl.jaas.config`); each client skips the other's.
 """

@@ -122,8 +122,9 @@ class KafkaSinkBase(ConfigModel):
     properties: Properties = Field(
         MaskedDict(), description="passed to the Kafka clients with the prefix removed; "
         "`properties.bootstrap.servers` is required; TLS/SASL settings go here; secret values "
-        "are masked in repr. Two clients read them: librdkafka (capture, the sink's writers) "
-        "and the Java client in Spark's Kafka source. Where their names differ, give both "
+        "are masked in repr. Two clients read them: librdkafka (capture, the sink's tasks, "
+        "which read and write the records) and the Java client in Spark's Kafka source "
+        "(which plans each batch's offsets). Where their names differ, give both "
         "(`ssl.ca.location` and `ssl.truststore.location`, `sasl.username`/`sasl.password` and "
         "`sasl.jaas.config`); each client skips the other's")
     sink_delivery_guarantee: Delivery = Field(

@@ -22,7 +22,10 @@ def _cause(text: str) -> str:
 
 # Failures that pass by themselves: a batch's transaction Kafka aborted after
 # transaction.timeout.ms (the sink was frozen), Kafka unreachable past the clients' timeouts.
-_TRANSIENT = ("TransactionTimedOut", "org.apache.kafka.common.errors.TimeoutException")
+_TRANSIENT = ("TransactionTimedOut", "org.apache.kafka.common.errors.TimeoutException",
+              "ChangelogStalledError")
+# a task's changelog records were deleted by retention (sink/range_read.py): its own fix
+_GONE = "ChangelogGoneError: "
 
 
 class SinkUnavailable(SinkError):
@@ -61,6 +64,8 @@ def query_failed(exc: BaseException, checkpoint: str = "") -> SinkError:
             "checkpoint directory and start again: the sink then resumes from its group's "
             "committed offsets in Kafka (exactly-once is kept), or set pipeline.state.dir / "
             "checkpoint.dir apart for each Kafka cluster")
+    if _GONE in text:
+        return SinkError(f"the sink query failed: {_cause(text).split(_GONE, 1)[-1]}")
     if "PYTHON_VERSION_MISMATCH" in text or "Python in worker has different version" in text:
         return SinkError(
             f"the sink query failed: {_cause(text)}. The sink ships its libraries to the "

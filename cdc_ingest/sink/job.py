@@ -1,16 +1,15 @@
 """The sink's Structured Streaming query: changelog topic -> ``foreachBatch`` -> sink topics.
 
-The Spark Kafka source turns each changelog partition's offset range of a micro-batch into one
-task; each task hands its rows to :func:`~cdc_ingest.sink.writer.write_partition`, which with
-``exactly-once`` writes them in transactions that also commit the partition's next offset
-(exactly-once hop 2, docs/architecture.md). Nothing is shuffled before the writer, and
-``minPartitions`` / ``maxRecordsPerPartition`` are never set: either would split a
-partition's range over several tasks sharing one transactional id.
+The Spark Kafka source plans each micro-batch: one offset range per changelog partition,
+logged in the checkpoint before the batch runs. ``foreachBatch`` runs one task per range;
+the task reads its range itself, read_committed with librdkafka
+(:mod:`cdc_ingest.sink.range_read`, decision 0016: the records never pass through the JVM),
+and hands them to :func:`~cdc_ingest.sink.writer.write_partition`, which with ``exactly-once``
+writes them in transactions that also commit the partition's next offset (exactly-once hop 2,
+docs/architecture.md). ``minPartitions`` / ``maxRecordsPerPartition`` are never set: a
+partition's range is one task under one transactional id.
 
-The rows reach the Python workers as Arrow record batches (``DataFrame.mapInArrow``, a
-per-partition operator: it keeps the source's partitions and their order), not as pickled Row
-objects; each task (:func:`~cdc_ingest.sink.arrow_batches.run_task`) returns its counters as
-one JSON row.
+Each task returns its counters as one JSON string.
 """
 
 from __future__ import annotations
@@ -35,8 +34,9 @@ from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka import KafkaClientError
 from cdc_ingest.kafka.config import LIBRDKAFKA_ONLY
 from cdc_ingest.sink import cds
-from cdc_ingest.sink.arrow_batches import COLUMNS, RESULT, RESULT_SCHEMA, run_task
 from cdc_ingest.sink.failures import query_failed
+from cdc_ingest.sink.offset_log import batch_ranges
+from cdc_ingest.sink.range_read import read_task
 from cdc_ingest.sink.settings import SinkSettings, sink_settings
 from cdc_ingest.sink.spark import (
     CONNECTOR,
@@ -116,19 +116,24 @@ def _summary(batch_id: int, results: list[dict[str, Any]], seconds: float) -> st
 
 
 def _batch_writer(
-    settings: SinkSettings, on_batch: BatchCallback | None
-) -> Callable[[DataFrame, int], None]:
+    spark: SparkSession, checkpoint: str, settings: SinkSettings,
+    on_batch: BatchCallback | None,
+) -> Callable[[DataFrame, int], None]:  # fmt: skip
     # the first batch after a start may hold a whole backlog: its first transactions are
     # small, so the first changes are visible soon (settings.first_tx_rows)
     first = [replace(settings, first_tx_rows=FIRST_TX_ROWS)]
 
     def write_batch(df: DataFrame, batch_id: int) -> None:
+        del df  # its records are read by the tasks themselves (sink/range_read.py)
         began = time.monotonic()
         now = first.pop() if first else settings
-        # The writer is looked up here, on the driver, and pickled into the tasks.
-        task = partial(run_task, write_partition, now)
-        rows = df.select(*COLUMNS).mapInArrow(task, RESULT_SCHEMA).collect()
-        results: list[dict[str, Any]] = [json.loads(row[RESULT]) for row in rows]
+        ranges = batch_ranges(spark, checkpoint, batch_id, settings.changelog_topic)
+        results: list[dict[str, Any]] = []
+        if ranges:
+            # The writer is looked up here, on the driver, and pickled into the tasks.
+            task = partial(read_task, write_partition, now)
+            rdd = spark.sparkContext.parallelize(ranges, len(ranges))
+            results = [json.loads(r) for r in rdd.mapPartitions(task).collect()]
         log.info("%s", _summary(batch_id, results, time.monotonic() - began))
         if on_batch is not None:
             on_batch(batch_id, results)
@@ -149,7 +154,8 @@ def _start_query(
             f"org.apache.spark:{CONNECTOR}:<your Spark version>"
         ) from exc
     writer = (
-        changelog.writeStream.foreachBatch(_batch_writer(settings, on_batch))
+        changelog.writeStream.foreachBatch(
+            _batch_writer(spark, defn.pipeline.checkpoint_dir, settings, on_batch))
         .queryName(f"cdc-ingest-sink-{defn.pipeline.id}")
         .option("checkpointLocation", defn.pipeline.checkpoint_dir)
     )

@@ -22,7 +22,6 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
@@ -30,6 +29,7 @@ from cdc_ingest.config import PipelineDef
 from cdc_ingest.kafka import TopicAdmin, client_config
 from cdc_ingest.kafka.admin import FIRST_CONTACT_S
 from cdc_ingest.kafka.limits import FLOOR
+from cdc_ingest.sink.offset_log import local_path
 from cdc_ingest.sink.settings import SinkSettings
 from cdc_ingest.sink.writer import committed_offsets
 
@@ -57,11 +57,11 @@ class Changelog:
 def local_checkpoint_has_offsets(checkpoint: str) -> bool | None:
     """Whether a checkpoint on the local disk has offsets; None for any other file system
     (HDFS, S3: asked through Spark's Hadoop once the session is up)."""
-    url = urlparse(checkpoint)
-    if url.scheme not in ("", "file"):
+    local = local_path(checkpoint)
+    if local is None:
         return None
     try:
-        names = os.listdir(os.path.join(url.path if url.scheme else checkpoint, "offsets"))
+        names = os.listdir(os.path.join(local, "offsets"))
     except FileNotFoundError:
         return False
     except OSError:

@@ -90,6 +90,10 @@ def test_the_library_may_not_reconnect_the_stream_on_its_own(
     ("py4j... cdc_ingest.kafka.errors.TransactionTimedOut: Kafka aborted ...", True),
     ("org.apache.kafka.common.errors.TimeoutException: Timeout of 60000ms expired", True),
     ("cdc_ingest.errors.SinkError: cannot read changelog record ...", False),
+    ("cdc_ingest.sink.range_read.ChangelogStalledError: changelog t partition 0: no record "
+     "of offsets 5..9 arrived for 120 s", True),
+    ("cdc_ingest.sink.range_read.ChangelogGoneError: changelog t partition 0: offsets from 5 "
+     "(this batch reads 5..9) are no longer in Kafka", False),
 ])
 def test_a_sink_query_failure_is_transient_only_for_timeouts(text: str,
                                                              transient: bool) -> None:
