@@ -45,6 +45,8 @@ from capture import make_workload
 from compare import rows_for
 from pipeline import PARALLELISM, Settings, run_throughput
 
+from cdc_ingest.cache import cache_dir
+
 log = logging.getLogger("benchmarks.read_path")
 ARMS = ("spark source", "librdkafka")
 BASELINE = "b68d9ac"  # the last commit whose sink read the changelog with Spark's Kafka source
@@ -108,7 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     errors: list[str] = []
     wall = time.perf_counter()
     with services_from_args(args) as svc, baseline_tree(args.baseline, svc.home) as tree:
-        programs = {"spark source": ["env", f"PYTHONPATH={tree}", sys.executable, "-m",
+        # the baseline uses this checkout's cache (its Spark class-data archive and jars):
+        # its own, in a fresh worktree, would be empty, and the archive it then builds in the
+        # background would run during the measures
+        programs = {"spark source": ["env", f"PYTHONPATH={tree}",
+                                     f"CDC_INGEST_CACHE={cache_dir()}", sys.executable, "-m",
                                      "cdc_ingest.cli"], "librdkafka": None}
         workdir = svc.home / "read-path"
         workdir.mkdir()
