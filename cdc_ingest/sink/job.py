@@ -59,7 +59,6 @@ BatchCallback = Callable[[int, list[dict[str, Any]]], None]
 
 POLL_S = 1  # how often the waiting loop looks at the stop event
 STOP_GRACE_S = 30.0  # how long a stop waits for the running batch to finish
-FETCH_MAX_WAIT_MS = 50  # the Kafka source's consumers (see source_options)
 FIRST_TX_ROWS = 2_000  # a task's first transaction in the first batch (_batch_writer)
 
 # Kafka settings Spark's Kafka source manages itself (it refuses most of them at start).
@@ -91,11 +90,6 @@ def source_options(defn: PipelineDef, start: str | None) -> dict[str, str]:
         # transactions are not data loss to Spark (it checks the earliest offset).
         "failOnDataLoss": "true",
     })  # fmt: skip
-    # A task reads a closed offset range; read_committed, its last offset is often a
-    # transaction marker, which no fetch returns, so the consumer's last fetch waited the
-    # default 500 ms for data that is not there, in most batches (the latency that cost,
-    # measured: docs/decisions/0003). properties.fetch.max.wait.ms still wins.
-    options.setdefault("kafka.fetch.max.wait.ms", str(FETCH_MAX_WAIT_MS))
     if defn.pipeline.max_offsets_per_trigger:
         options["maxOffsetsPerTrigger"] = str(defn.pipeline.max_offsets_per_trigger)
     if start is not None:

@@ -61,3 +61,9 @@ def test_decision_0016_gives_the_prototype_run_that_decided_it() -> None:
     assert (f"| {base['wall_s']:.1f} s ({base['rows_per_s'] / 1000:.1f}k rows/s) | "
             f"{new['wall_s']:.1f} s ({new['rows_per_s'] / 1000:.1f}k rows/s) |") in section
     assert f"{proto['ratio_sink_alone_wall']:.2f}x on the wall" in section
+
+
+def test_operations_gives_the_same_ratio() -> None:
+    text = (ROOT / "docs" / "operations.md").read_text()
+    assert (f"through Spark's JVM, {RESULT['ratio_sink_alone_wall']:.2f}x\n  on the sink alone "
+            f"at 1M changes") in text

@@ -1,4 +1,5 @@
-"""Options of the sink's Spark Kafka source (cdc_ingest.sink.job.source_options)."""
+"""Options of the sink's Spark Kafka source (cdc_ingest.sink.job.source_options) and of the
+tasks' range readers (cdc_ingest.kafka.ranges.reader_config)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from pathlib import Path
 import yaml
 
 from cdc_ingest.config import load_pipeline
-from cdc_ingest.sink.job import FETCH_MAX_WAIT_MS, source_options
+from cdc_ingest.kafka.ranges import reader_config
+from cdc_ingest.sink.job import source_options
+from cdc_ingest.sink.settings import sink_settings
 
 
 def _pipeline(tmp_path: Path, **properties: str) -> Path:
@@ -22,12 +25,22 @@ def _pipeline(tmp_path: Path, **properties: str) -> Path:
     return path
 
 
-def test_the_last_fetch_of_a_task_does_not_wait_half_a_second(tmp_path: Path) -> None:
-    """A range read_committed often ends at a transaction marker no fetch returns: the
-    consumer's wait for more data is short unless the properties say otherwise."""
+def test_the_source_plans_read_committed_and_stops_at_lost_records(tmp_path: Path) -> None:
     options = source_options(load_pipeline(_pipeline(tmp_path)), None)
-    assert options["kafka.fetch.max.wait.ms"] == str(FETCH_MAX_WAIT_MS) == "50"
     assert options["kafka.isolation.level"] == "read_committed"
-    mine = source_options(load_pipeline(_pipeline(tmp_path, **{"fetch.max.wait.ms": "200"})),
-                          None)
-    assert mine["kafka.fetch.max.wait.ms"] == "200"
+    assert options["failOnDataLoss"] == "true"
+    assert options["subscribe"] == "cdc-ingest.p.changelog"
+
+
+def test_the_last_fetch_of_a_range_does_not_wait_half_a_second(tmp_path: Path) -> None:
+    """A range read_committed often ends at a transaction marker no fetch returns: the
+    reader's wait for more data is short unless the properties say otherwise."""
+    config = reader_config(sink_settings(load_pipeline(_pipeline(tmp_path))).kafka)
+    assert config["fetch.wait.max.ms"] == 50
+    assert config["isolation.level"] == "read_committed"
+    assert config["auto.offset.reset"] == "error"
+    assert config["enable.auto.commit"] is False
+    mine = reader_config(sink_settings(load_pipeline(_pipeline(
+        tmp_path, **{"fetch.wait.max.ms": "200", "isolation.level": "read_uncommitted"}))).kafka)
+    assert mine["fetch.wait.max.ms"] == "200"
+    assert mine["isolation.level"] == "read_committed"  # never the user's
