@@ -222,12 +222,16 @@ def test_the_build_after_the_first_batch_runs_detached_and_holds_the_lock(
     assert batches == [0, 1]
     # the child: its own session (start's and the sink's process-group signals miss it),
     # holding the build lock, logging next to the archive
-    pids = [p for p in os.listdir("/proc") if p.isdigit()]
-    mine = [int(p) for p in pids if _cmdline(p).startswith(f"{sys.executable}\0-c\0")
-            and str(archive) in _cmdline(p) and _parent(p) == os.getpid()]
+    deadline = time.monotonic() + 10
+    while True:  # a forked child shows the stand-in's command line once it has exec'd
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+        mine = [int(p) for p in pids if _cmdline(p).startswith(f"{sys.executable}\0-c\0")
+                and str(archive) in _cmdline(p) and _parent(p) == os.getpid()]
+        if mine or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert len(mine) == 1, [(p, _parent(str(p)), _cmdline(str(p))[:200]) for p in mine]
     assert os.getsid(mine[0]) == mine[0] != os.getsid(0)
-    deadline = time.monotonic() + 10
     log_file = archive.with_name(f"{archive.name}.log")
     while "training" not in log_file.read_text() and time.monotonic() < deadline:
         time.sleep(0.05)
