@@ -67,3 +67,9 @@ def test_operations_gives_the_same_ratio() -> None:
     text = (ROOT / "docs" / "operations.md").read_text()
     assert (f"through Spark's JVM, {RESULT['ratio_sink_alone_wall']:.2f}x\n  on the sink alone "
             f"at 1M changes") in text
+
+
+def test_decision_0010_points_at_the_same_ratio() -> None:
+    text = (ROOT / "docs" / "decisions" / "0010-sink-python-workers-and-the-debezium-targets.md"
+            ).read_text()
+    assert f"decision 0016, {RESULT['ratio_sink_alone_wall']:.2f}x on the sink alone" in text
