@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,8 @@ log = logging.getLogger(__name__)
 # A broker that answers does so in well under a second: how long a process starting waits
 # before it says none does.
 FIRST_CONTACT_S = 6.0
+# how long a just-created topic may be unknown to the broker asked for its configuration
+NEW_TOPIC_WAIT_S = 10.0
 
 
 def unreachable(bootstrap: str, what: str, exc: KafkaException) -> KafkaClientError:
@@ -113,13 +116,26 @@ class TopicAdmin:
         return out
 
     def topic_config(self, topic: str) -> dict[str, str]:
+        """The configuration of ``topic``, which exists: a topic just created may be unknown
+        to the broker asked for a moment (its metadata not there yet), so that answer is
+        asked again for up to :data:`NEW_TOPIC_WAIT_S`."""
         resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
-        try:
-            result = self._admin.describe_configs([resource])[resource].result(self._timeout)
-        except KafkaException as exc:
-            raise KafkaClientError(
-                f"cannot read the configuration of topic {topic}: {exc}") from exc
-        return {name: entry.value for name, entry in result.items()}
+        deadline = time.monotonic() + min(self._timeout, NEW_TOPIC_WAIT_S)
+        wait = 0.05
+        while True:
+            try:
+                result = self._admin.describe_configs([resource])[resource].result(
+                    self._timeout)
+                return {name: entry.value for name, entry in result.items()}
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                unknown = (isinstance(err, KafkaError)
+                           and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART)
+                if not unknown or time.monotonic() > deadline:
+                    raise KafkaClientError(
+                        f"cannot read the configuration of topic {topic}: {exc}") from exc
+            time.sleep(wait)
+            wait = min(0.5, wait * 2)
 
 
 def transactions_usable(config: dict[str, Any], transactional_id: str) -> str | None:

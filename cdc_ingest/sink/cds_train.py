@@ -1,13 +1,14 @@
 """The class-data sharing archive's training run (:mod:`cdc_ingest.sink.cds`), in a process
 of its own: ``python -m cdc_ingest.sink.cds_train <archive> [--background]``.
 
-A SparkSession whose JVM dumps the classes it loaded at exit, after a streaming query
-through ``foreachBatch`` and ``mapInArrow`` as the sink runs and the Kafka source's analysis
-(no broker is contacted). The JVM writes ``.<archive name>.<pid>`` beside the archive, which
-is renamed into place when the run succeeded; older archives are then removed. A failure
-writes ``<archive>.failed`` (when, and why), which keeps the sink from trying again for a
-day. Whoever starts this holds the build lock for it (it takes none). ``--background``: at
-the lowest CPU priority, as the sink starts it.
+A SparkSession whose JVM dumps the classes it loaded at exit, after a streaming query through
+``foreachBatch`` with a Python RDD job per batch as the sink runs, ``mapInArrow`` as its
+workers' warm-up, and the Kafka source's analysis (no broker is contacted). The JVM writes
+``.<archive name>.<pid>`` beside the archive, which is renamed into place when the run
+succeeded; older archives are then removed. A failure writes ``<archive>.failed`` (when, and
+why), which keeps the sink from trying again for a day. Whoever starts this holds the build
+lock for it (it takes none). ``--background``: at the lowest CPU priority, as the sink starts
+it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ def train(out: Path) -> None:
                                          "-Xlog:cds+dynamic=off"})
 
     def batch(df: object, batch_id: int) -> None:
+        # a batch's tasks (job._batch_writer: one Python task per offset range) ...
+        spark.sparkContext.parallelize([(0, 0, batch_id + 1)], 1).mapPartitions(
+            _identity).collect()
+        # ... and the Python workers' warm-up (startup.warm_python_workers)
         df.selectExpr("CAST(value AS INT) AS partition",  # type: ignore[attr-defined]
                       "value AS offset", "CAST(CAST(value AS STRING) AS BINARY) AS key",
                       "CAST(CAST(timestamp AS STRING) AS BINARY) AS value").mapInArrow(
