@@ -73,3 +73,25 @@ def test_decision_0010_points_at_the_same_ratio() -> None:
     text = (ROOT / "docs" / "decisions" / "0010-sink-python-workers-and-the-debezium-targets.md"
             ).read_text()
     assert f"decision 0016, {RESULT['ratio_sink_alone_wall']:.2f}x on the sink alone" in text
+
+
+def test_decision_0016_gives_the_latency_runs_of_its_results() -> None:
+    text = (ROOT / "docs" / "decisions" / "0016-sink-reads-its-ranges-with-librdkafka.md"
+            ).read_text()
+    runs = {}
+    for name in ("1-librdkafka", "2-spark-source-b68d9ac", "3-librdkafka"):
+        doc = json.loads((ROOT / "benchmarks" / "results" / "latency-read-path" /
+                          f"{name}.json").read_text())
+        runs[name] = doc["runs"][0]["latency"]
+    one, base, three = runs["1-librdkafka"], runs["2-spark-source-b68d9ac"], runs["3-librdkafka"]
+    flat = " ".join(text.split())
+    assert (f"p50 / p99 {one['p50_ms']:.0f} / {one['p99_ms']:.0f} ms and "
+            f"{three['p50_ms']:.0f} / {three['p99_ms']:.0f} ms") in flat
+    assert f"{base['p50_ms']:.0f} / {base['p99_ms']:,.0f} ms with Spark's source" in flat
+
+    def broker(run: dict) -> str:
+        cpu = run["cpu_s_measured_phase"]
+        return f"{100 * cpu['kafka'] / cpu['wall']:.0f}%"
+
+    assert f"the broker used {broker(base)} of a CPU" in flat
+    assert f"{broker(one)} and {broker(three)} with the tasks reading" in flat
