@@ -15,12 +15,12 @@ them stop the sink with :class:`ChangelogGoneError`; a broker that gives nothing
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka.ranges import OffsetsGone, RangeStalled, read_range
-from cdc_ingest.sink.arrow_batches import ChangelogBatches, Columns
+from cdc_ingest.sink.arrow_batches import ChangelogBatches, Columns, Writer
 
 STALL_S = 120.0  # no record and no end of the range for this long: the task fails
 
@@ -71,9 +71,6 @@ class RangeRecords(ChangelogBatches):
                 f"{exc.next_offset}..{end - 1} arrived for {STALL_S:.0f} s (Kafka "
                 "unreachable, or the partition has no leader). Nothing of the range past the "
                 "last commit is visible; started again, the sink goes on from there") from exc
-
-
-Writer = Callable[[Any, Iterable[Any]], dict[str, Any]]
 
 
 def read_task(write: Writer, settings: Any, ranges: Iterable[ChangelogRange]) -> Iterator[str]:
