@@ -105,9 +105,6 @@ def follow_partition(config: dict[str, Any], topic: str, partition: int,
         consumer.close()
 
 
-WATCH_SESSION_TIMEOUT_MS = 6000  # the broker's default group.min.session.timeout.ms
-
-
 def follow_topics(config: dict[str, Any], topics: list[str],
                   from_beginning: bool = False) -> Iterator[Message]:
     """Committed messages of ``topics`` as they come (from their beginning, or from now),
@@ -117,10 +114,8 @@ def follow_topics(config: dict[str, Any], topics: list[str],
         "enable.auto.commit": False, "isolation.level": "read_committed",
         "auto.offset.reset": "earliest" if from_beginning else "latest",
         "topic.metadata.refresh.interval.ms": 5000,
-        # close() leaves the group and may wait up to the session timeout for it (45 s by
-        # default) when the coordinator is slow to answer: a throwaway group that commits
-        # nothing takes the broker's minimum, so Ctrl-C stops within seconds
-        "session.timeout.ms": WATCH_SESSION_TIMEOUT_MS,
+        # close() waits up to this (45 s by default) to leave the group: the broker's minimum
+        "session.timeout.ms": 6000,
     })
     try:
         consumer.subscribe(topics)
