@@ -278,15 +278,18 @@ def _r3(value: float | None) -> float | None:
 
 
 def run_first_backlog(svc: Services, wl: Workload, name: str, server_id: int, workdir: Path,
-                      trigger: str, max_offsets: int, timeout_s: float) -> dict[str, Any]:
+                      trigger: str, max_offsets: int, timeout_s: float,
+                      options: dict[str, Any] | None = None) -> dict[str, Any]:
     """``start`` over the workload's binlog range (the ``eo`` measure's pipeline): spawn ->
     first message read_committed, and spawn -> the sink group has committed the whole
-    changelog (pipeline.py's Progress, polled every 0.25 s)."""
+    changelog (pipeline.py's Progress, polled every 0.25 s). ``options``: more ``pipeline``
+    options (head_start.py: ``head-start``)."""
     topics = _topics(name)
     config = workdir / f"{name}.yaml"
     config.write_text(pipeline_yaml(
         svc, name, server_id, workdir / name, gtid=wl.gtid_before, guarantee="exactly-once",
-        sink_topic=topics["sink"], trigger=trigger, max_offsets=max_offsets))
+        sink_topic=topics["sink"], trigger=trigger, max_offsets=max_offsets,
+        pipeline_options=options))
     run = StartRun(svc, name, config, workdir)
     watcher = run.spawn()
     assert run.stage is not None
@@ -323,7 +326,8 @@ def run_first_backlog(svc: Services, wl: Workload, name: str, server_id: int, wo
 
 
 def run_first_empty(svc: Services, name: str, server_id: int, workdir: Path,
-                    trigger: str | None) -> dict[str, Any]:
+                    trigger: str | None, options: dict[str, Any] | None = None,
+                    ) -> dict[str, Any]:  # fmt: skip
     """``start`` at the binlog head over an empty table (``specific-offset`` at the GTID after
     its CREATE: nothing pending); one row inserted and committed right after the spawn;
     spawn -> that row's message read_committed. ``trigger`` None: the config's default."""
@@ -331,8 +335,8 @@ def run_first_empty(svc: Services, name: str, server_id: int, workdir: Path,
     config = workdir / f"{name}.yaml"
     config.write_text(pipeline_yaml(
         svc, name, server_id, workdir / name, gtid=fresh_table_like_orders(svc, EMPTY_TABLE),
-        guarantee="exactly-once",
-        sink_topic=topics["sink"], trigger=trigger, max_offsets=None, table=EMPTY_TABLE))
+        guarantee="exactly-once", sink_topic=topics["sink"], trigger=trigger, max_offsets=None,
+        table=EMPTY_TABLE, pipeline_options=options))
     conn = mysql_conn(svc.admin)  # connected before the spawn
     run = StartRun(svc, name, config, workdir)
     try:

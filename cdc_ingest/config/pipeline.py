@@ -76,6 +76,12 @@ class PipelineOptions(ConfigModel):
                               "port + 1; `0`: none. A port in use is logged and skipped")
     trigger_interval: Duration = Field(timedelta(seconds=1), alias="trigger.interval",
                                        description="Spark micro-batch interval; 0 = back to back")
+    head_start: bool = Field(True, alias="head-start",
+                             description="until Spark's first micro-batch, the sink's driver "
+                             "writes the changelog itself (the same writer and transactional "
+                             "ids, exactly-once unchanged), so the first changes are visible "
+                             "while Spark starts (docs/decisions/0017); `false`: only Spark's "
+                             "tasks write")
     max_offsets_per_trigger: int | None = Field(
         None, alias="max-offsets-per-trigger", ge=1,
         description="most changelog records per micro-batch")

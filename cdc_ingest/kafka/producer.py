@@ -221,7 +221,12 @@ class TransactionalProducer(_Sender):
         self._producer.poll(0)
 
     def close(self) -> None:
-        self._producer.flush(5)
+        """Flush what a finished transaction left; a fenced producer's flush raises its
+        fencing again, which the failed call already reported, so it is only logged."""
+        try:
+            self._producer.flush(5)
+        except KafkaException as exc:
+            log.debug("closing transactional producer %s: %s", self.transactional_id, exc)
 
 
 class PlainProducer(_Sender):

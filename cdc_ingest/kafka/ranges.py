@@ -9,7 +9,7 @@ come in batches of plain lists (offsets, keys, values), no object kept per recor
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
@@ -119,6 +119,39 @@ def _read(consumer: Any, topic: str, partition: int, start: int, end: int,
         if time.monotonic() > deadline:
             raise RangeStalled(f"{topic}[{partition}]: nothing of offsets {next_offset}.."
                                f"{end - 1} arrived for {stall_s:.0f} s", next_offset)
+
+
+def read_live(config: dict[str, Any], topic: str, partition: int, start: int,
+              stopped: Callable[[], bool]) -> Iterator[Batch]:  # fmt: skip
+    """The committed records of ``topic[partition]`` from ``start`` on (``start`` may be
+    ``OFFSET_BEGINNING``, -2) as they come, in offset order, until ``stopped()``; after a read
+    that brought less than :data:`READ_BATCH` (caught up with the last stable offset, for
+    now), an empty batch, so the caller can commit what it holds. Any prefix of what it
+    yields is committed data, so it may stop anywhere. Raises as :func:`read_range` does,
+    but never stalls: an idle partition is no failure here."""
+    consumer: Any = Consumer(reader_config(config))
+    try:
+        consumer.assign([TopicPartition(topic, partition, start)])
+        next_offset = start
+        while not stopped():
+            offsets: list[int] = []
+            keys: list[bytes | None] = []
+            values: list[bytes] = []
+            for msg in consumer.consume(READ_BATCH, timeout=POLL_S):
+                if (err := msg.error()) is not None:
+                    if err.code() != KafkaError._PARTITION_EOF:
+                        _raise(err, topic, partition, next_offset)
+                    continue
+                offsets.append(msg.offset())
+                keys.append(msg.key())
+                values.append(msg.value())
+            if offsets:
+                next_offset = offsets[-1] + 1
+                yield offsets, keys, values
+            if len(offsets) < READ_BATCH:  # caught up, for now
+                yield [], [], []
+    finally:
+        consumer.close()
 
 
 def _raise(err: Any, topic: str, partition: int, next_offset: int) -> None:

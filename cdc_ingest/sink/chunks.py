@@ -76,6 +76,12 @@ def chunks(
     pending = False  # records since the last chunk
     max_ts = counters.max_event_ts_ms
     for batch_partition, (offsets, keys, values) in batches:
+        if not offsets:  # a live read caught up (sink/head_start.py): commit what is pending
+            if pending:
+                counters.max_event_ts_ms = max_ts
+                yield messages, last
+                messages, began, pending = [], monotonic(), False
+            continue
         if batch_partition != partition:
             raise SinkError(
                 f"one sink task got changelog partitions {partition} and {batch_partition}: "

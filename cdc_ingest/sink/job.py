@@ -35,6 +35,7 @@ from cdc_ingest.kafka import KafkaClientError
 from cdc_ingest.kafka.config import LIBRDKAFKA_ONLY
 from cdc_ingest.sink import cds
 from cdc_ingest.sink.failures import query_failed
+from cdc_ingest.sink.head_start import HeadStart, past_head_start
 from cdc_ingest.sink.offset_log import batch_ranges
 from cdc_ingest.sink.range_read import read_task
 from cdc_ingest.sink.settings import SinkSettings, sink_settings
@@ -111,7 +112,7 @@ def _summary(batch_id: int, results: list[dict[str, Any]], seconds: float) -> st
 
 def _batch_writer(
     spark: SparkSession, checkpoint: str, settings: SinkSettings,
-    on_batch: BatchCallback | None,
+    on_batch: BatchCallback | None, head: HeadStart | None = None,
 ) -> Callable[[DataFrame, int], None]:  # fmt: skip
     # the first batch after a start may hold a whole backlog: its first transactions are
     # small, so the first changes are visible soon (settings.first_tx_rows)
@@ -119,9 +120,14 @@ def _batch_writer(
 
     def write_batch(df: DataFrame, batch_id: int) -> None:
         del df  # its records are read by the tasks themselves (sink/range_read.py)
+        done = head.stop() if head is not None else []  # the first batch's only
+        if done and on_batch is not None:
+            on_batch(-1, done)  # the driver's own writes before this first batch
         began = time.monotonic()
         now = first.pop() if first else settings
         ranges = batch_ranges(spark, checkpoint, batch_id, settings.changelog_topic)
+        if done:
+            ranges = past_head_start(ranges, done)
         results: list[dict[str, Any]] = []
         if ranges:
             # The writer is looked up here, on the driver, and pickled into the tasks.
@@ -137,7 +143,7 @@ def _batch_writer(
 
 def _start_query(
     spark: SparkSession, defn: PipelineDef, settings: SinkSettings, found: Changelog,
-    on_batch: BatchCallback | None,
+    on_batch: BatchCallback | None, head: HeadStart | None,
 ) -> StreamingQuery:  # fmt: skip
     options = source_options(defn, start_from(spark, defn, settings, found))
     try:
@@ -149,7 +155,7 @@ def _start_query(
         ) from exc
     writer = (
         changelog.writeStream.foreachBatch(
-            _batch_writer(spark, defn.pipeline.checkpoint_dir, settings, on_batch))
+            _batch_writer(spark, defn.pipeline.checkpoint_dir, settings, on_batch, head))
         .queryName(f"cdc-ingest-sink-{defn.pipeline.id}")
         .option("checkpointLocation", defn.pipeline.checkpoint_dir)
     )
@@ -215,7 +221,7 @@ def run_sink(
     # (sink/startup.py)
     launch = launch or SessionLaunch(f"cdc-ingest-sink-{defn.pipeline.id}", master)
     spark: SparkSession | None = None
-    metadata = None
+    metadata = head = None
     try:
         try:
             found = changelog(defn, settings, stop_event)
@@ -223,22 +229,27 @@ def run_sink(
             if stop_event is not None and stop_event.is_set():
                 return  # stopped while Kafka was being asked: nothing to report
             raise
-        spark = launch.session()
         if found is None:
             return  # stopped before there was anything to read
-        warm_python_workers(spark)
         settings = replace(settings, max_message_bytes=found.max_message_bytes)
+        if defn.pipeline.head_start:  # the driver writes until the first batch (decision 0017)
+            head = HeadStart(write_partition, replace(settings, first_tx_rows=FIRST_TX_ROWS),
+                             found.partitions, found.committed).start()
+        spark = launch.session()
+        warm_python_workers(spark)
         if (metadata := tx_metadata_writer(defn)) is not None:  # after a batch: BEGIN, END
             metadata.start()
             on_batch = metadata.after(on_batch)
         on_batch = cds.after_first_batch(on_batch)  # builds a missing CDS archive, once
-        query = _start_query(spark, defn, settings, found, on_batch)
+        query = _start_query(spark, defn, settings, found, on_batch, head)
         try:
             _wait(query, stop_event, defn.pipeline.checkpoint_dir)
         finally:
             if query.isActive:  # an exception (KeyboardInterrupt included) got here
                 query.stop()
     finally:
+        if head is not None:
+            head.stop()
         if metadata is not None:
             metadata.close()
         if owns_session:

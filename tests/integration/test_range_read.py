@@ -19,10 +19,12 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from cdc_ingest.kafka import TopicAdmin, TopicSpec
+from cdc_ingest.kafka.ranges import read_live
 from cdc_ingest.services import KafkaBroker
 from cdc_ingest.sink import range_read
 from cdc_ingest.sink.failures import query_failed
 from cdc_ingest.sink.range_read import ChangelogGoneError, ChangelogRange, RangeRecords
+from tests.integration.pipeline_helpers import wait_for
 
 
 def _topic(config: dict[str, Any], prefix: str) -> str:
@@ -98,6 +100,46 @@ def test_ranges_with_aborted_transactions_and_markers_give_exactly_their_committ
     assert _read(config, topic, 4, 9) == committed[3:5]  # ends inside a transaction
     assert _read(config, topic, 8, 9) == [(8, b"c1")]  # nothing past the end
     assert _read(config, topic, 5, 5) == []
+
+
+def test_a_live_read_gives_committed_records_as_they_come_and_says_when_it_caught_up(
+    kafka: Any,
+) -> None:
+    # what the sink's head start reads (sink/head_start.py, decision 0017): no end, an empty
+    # batch whenever a read brought nothing (the writer commits what it holds then), and a
+    # transaction still open holds back everything after it (read_committed)
+    config = {"bootstrap.servers": kafka.bootstrap}
+    topic = _topic(config, "live")
+    producer = _producer(config, topic)
+    _transaction(producer, topic, [b"a0", b"a1"], commit=True)  # 0-1, marker 2
+    _transaction(producer, topic, [b"b0"], commit=False)  # 3, abort marker 4
+    stopped = [False]
+    reader = read_live(config, topic, 0, -2, lambda: stopped[0])  # -2: from the beginning
+    got: list[tuple[int, bytes]] = []
+
+    def until_caught_up() -> None:
+        for offsets, keys, values in reader:
+            assert keys == values
+            if not offsets:
+                return
+            got.extend(zip(offsets, values, strict=True))
+
+    wait_for(lambda: (until_caught_up(), len(got) >= 2)[1], timeout=30, what="a0 and a1")
+    assert got == [(0, b"a0"), (1, b"a1")]
+    producer.begin_transaction()  # open: c0 (offset 5) is not readable yet
+    producer.produce(topic, b"c0", b"c0", partition=0)
+    producer.flush(30)
+    other = Producer(config)  # d0 (offset 6) is written, but after the open transaction
+    other.produce(topic, b"d0", b"d0", partition=0)
+    other.flush(30)
+    for _ in range(20):  # a second of reads: nothing past the open transaction
+        until_caught_up()
+    assert got == [(0, b"a0"), (1, b"a1")]
+    producer.commit_transaction(30)  # marker 7
+    wait_for(lambda: (until_caught_up(), len(got) == 4)[1], timeout=30, what="c0 and d0")
+    assert got == [(0, b"a0"), (1, b"a1"), (5, b"c0"), (6, b"d0")]
+    stopped[0] = True
+    assert list(reader) in ([], [([], [], [])])  # it ends once stopped, at most one more poll
 
 
 def test_a_range_whose_records_retention_deleted_stops_with_what_was_lost_and_the_fix(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import signal
 import threading
 import time
@@ -28,6 +27,7 @@ from tests.integration.pipeline_helpers import (
     stop,
     wait_for,
     write_pipeline,
+    written_batches,
 )
 
 PROJECTION = ("order_no, id, amount, amount * 2 AS double_amount, UPPER(status) AS "
@@ -110,7 +110,7 @@ def _matches(latest: dict[str, Any], expected: dict[str, dict[str, Any]]) -> boo
 
 
 def _batches(log: Path) -> int:
-    return len(re.findall(r"batch \d+: [1-9]\d* rows in", log.read_text()))
+    return written_batches(log)
 
 
 def test_transform_under_kills(source: Source, kafka: Any, fresh_source_db: str,
