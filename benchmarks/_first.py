@@ -53,6 +53,8 @@ MARKERS = {
     "sink spawned": "starting sink: ",
     "capture starts": "capture {name} starts at",
     "sink query started": "sink query started",
+    # the sink's head start stopped by Spark's first batch (decision 0017)
+    "head start stopped": "head start: ",
 }
 
 

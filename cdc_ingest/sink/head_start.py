@@ -117,11 +117,16 @@ class HeadStart:
                 log.warning("the sink's head start did not stop within %.0f s; the first "
                             "batch's tasks fence its transactions", STOP_WAIT_S)
         results = list(self._results)
-        rows = sum(int(r.get("rows_out", 0)) for r in results)
+
+        def total(name: str) -> int:
+            return sum(int(r.get(name, 0)) for r in results)
+
         last = " ".join(f"p{r['partition']}@{r['last_offset']}" for r in sorted(
             results, key=lambda r: r.get("partition", -1)) if r.get("last_offset", -1) >= 0)
-        log.info("head start: %d rows written in %.2f s before Spark's first batch; last "
-                 "offsets %s", rows, time.monotonic() - self._began, last or "none")
+        log.info("head start: %d rows in, %d out, %d skipped, %d bytes in %.2f s before "
+                 "Spark's first batch; last offsets %s", total("rows_in"), total("rows_out"),
+                 total("skipped"), total("bytes_out"), time.monotonic() - self._began,
+                 last or "none")
         return results
 
 
