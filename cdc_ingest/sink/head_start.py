@@ -10,12 +10,12 @@ read_live`). It is the writer of a Spark task, unchanged: the partition's transa
 below it skipped, every transaction carrying its records and the partition's next offset.
 
 The first micro-batch stops it (:meth:`HeadStart.stop`, before that batch's tasks run): each
-writer commits what it holds and closes. Spark's batches read the ranges Spark planned,
-which may start below what the head start committed; their writers skip those records as
-they skip what any earlier attempt committed. A writer the stop does not wait out is fenced
-by the task that takes its partition over (exactly-once). A head start that fails is logged
-and leaves its partition to Spark's first batch, which goes on from its last commit and
-reports any error the data has.
+writer commits what it holds and closes. Spark's batches read the ranges Spark planned, less
+what the head start committed (:func:`past_head_start`); their writers would skip those
+records anyway, as they skip what any earlier attempt committed. A writer the stop does
+not wait out is fenced by the task that takes its partition over (exactly-once). A head
+start that fails is logged and leaves its partition to Spark's first batch, which goes on
+from its last commit and reports any error the data has.
 """
 
 from __future__ import annotations
@@ -132,8 +132,10 @@ class HeadStart:
 
 def past_head_start(ranges: Iterable[ChangelogRange],
                     results: list[dict[str, Any]]) -> list[ChangelogRange]:  # fmt: skip
-    """The first batch's ranges without what the head start committed (``results``: its
-    writers' counters), which the batch's writers would read only to skip."""
+    """A batch's ranges without what the head start committed (``results``: its writers'
+    counters), which the batch's writers would read only to skip: the first batch's, and
+    those of the batches Spark planned meanwhile (``maxOffsetsPerTrigger`` splits a backlog
+    the head start may have written whole)."""
     committed = {int(r["partition"]): int(r["last_offset"]) + 1 for r in results
                  if int(r.get("last_offset", -1)) >= 0}
     kept = []

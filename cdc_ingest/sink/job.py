@@ -117,17 +117,20 @@ def _batch_writer(
     # the first batch after a start may hold a whole backlog: its first transactions are
     # small, so the first changes are visible soon (settings.first_tx_rows)
     first = [replace(settings, first_tx_rows=FIRST_TX_ROWS)]
+    # what the head start committed: batches planned before it stopped leave it out
+    head_wrote: list[dict[str, Any]] = []
 
     def write_batch(df: DataFrame, batch_id: int) -> None:
         del df  # its records are read by the tasks themselves (sink/range_read.py)
-        done = head.stop() if head is not None else []  # the first batch's only
-        if done and on_batch is not None:
-            on_batch(-1, done)  # the driver's own writes before this first batch
+        if head is not None and (done := head.stop()):  # the first batch's only
+            head_wrote.extend(done)
+            if on_batch is not None:
+                on_batch(-1, done)  # the driver's own writes before this first batch
         began = time.monotonic()
         now = first.pop() if first else settings
         ranges = batch_ranges(spark, checkpoint, batch_id, settings.changelog_topic)
-        if done:
-            ranges = past_head_start(ranges, done)
+        if head_wrote:
+            ranges = past_head_start(ranges, head_wrote)
         results: list[dict[str, Any]] = []
         if ranges:
             # The writer is looked up here, on the driver, and pickled into the tasks.
