@@ -1,5 +1,6 @@
 """Decision 0017's table and benchmarks/README.md's are benchmarks/results/head-start.json
-(benchmarks/head_start.py's last run)."""
+(benchmarks/head_start.py's last run); the latency the READMEs give since is
+benchmarks/results/latency-head-start.json (pipeline.py --only latency)."""
 
 from __future__ import annotations
 
@@ -41,3 +42,21 @@ def test_the_benchmarks_readme_gives_the_same_figures() -> None:
                      ("300k backlog: whole changelog written", "backlog: whole changelog written"),
                      ("empty backlog, one row: first message", "empty: first output")):
         assert f"| {row} | {off[key]:.2f} s | {on[key]:.2f} s | {ratios[key]:.2f}x |" in section
+
+
+def test_the_latency_in_both_readmes_is_the_result_file() -> None:
+    latency = json.loads((ROOT / "benchmarks" / "results" / "latency-head-start.json").read_text())
+    ms = {k: latency["results"][f"latency {k}"]["median"] for k in ("p50", "p95", "p99", "max")}
+    cpu = {k: latency["results"][f"latency run CPU: {k}"]["median"]
+           for k in ("sink JVM", "sink python workers", "kafka", "capture")}
+    commit = latency["machine"]["git"]["commit"][:7]
+    readme = (ROOT / "README.md").read_text()
+    assert (f"p50 {ms['p50'] / 1000:.2f} s,\np99 {ms['p99'] / 1000:.2f} s, max "
+            f"{ms['max'] / 1000:.2f} s (`pipeline.py --only latency`, "
+            f"`benchmarks/results/latency-head-start.json`,\ngit {commit};") in readme
+    bench = (ROOT / "benchmarks" / "README.md").read_text()
+    assert (f"`results/latency-head-start.json`, git {commit}, a fast day): p50 {ms['p50']:.0f} ms, "
+            f"p95 {ms['p95']:.0f}, p99 {ms['p99']:.0f},\n  max {ms['max']:.0f}. During the run: "
+            f"JVM {cpu['sink JVM']:.0f}% of a CPU, Python workers {cpu['sink python workers']:.0f}%, "
+            f"Kafka {cpu['kafka']:.0f}%, capture {cpu['capture']:.0f}%.") in bench
+    assert latency["results"]["latency p99"]["unit"] == "ms"
