@@ -1,16 +1,15 @@
-"""A sink task: one changelog partition's records, in offset order, to the writer.
+"""The writer's input: one changelog partition's records, in offset order, as columns.
 
-The Spark job hands a task its rows as Arrow record batches (``DataFrame.mapInArrow``);
-:class:`ChangelogBatches` turns each batch into plain Python lists in bulk, with no object per
-row. It is also an iterable of :class:`ChangelogRow`, the form any writer can take.
-
-:func:`run_task` lives here rather than in ``job`` so that a Python worker imports only what
-the writer needs, not the driver's modules (the pydantic config models, the Spark session).
+A sink task reads its range itself (sink/range_read.py) and the head start reads live
+(sink/head_start.py); both hand the writer :data:`Columns` batches through
+:class:`ChangelogBatches`, which also turns Arrow record batches of ``partition``,
+``offset``, ``key``, ``value`` into the same lists in bulk, with no object per row. It is
+also an iterable of :class:`ChangelogRow`, the form any writer can take. A Python worker
+imports this module without the driver's (the pydantic config models, the Spark session).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -18,10 +17,6 @@ from cdc_ingest.errors import SinkError
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-COLUMNS = ("partition", "offset", "key", "value")
-RESULT = "counters"  # the one column a task returns: its counters as a JSON object
-RESULT_SCHEMA = f"{RESULT} string"
 
 # One batch of records: offsets (ascending), keys (None for DDL records), values.
 Columns = tuple[list[int], list[bytes | None], list[bytes]]
@@ -40,7 +35,8 @@ class ChangelogRow(NamedTuple):
 
 
 class ChangelogBatches:
-    """One task's changelog records as Arrow record batches of :data:`COLUMNS`.
+    """One task's changelog records as Arrow record batches (``partition``, ``offset``,
+    ``key``, ``value``).
 
     Read once: either :meth:`columns` or iteration.
     """
@@ -96,14 +92,3 @@ def row_columns(rows: Iterable[Any], size: int = 10_000) -> Iterator[tuple[int, 
     if offsets and partition is not None:
         yield partition, (offsets, keys, values)
 
-
-def run_task(
-    write: Writer, settings: Any, batches: Iterable[pa.RecordBatch]
-) -> Iterator[pa.RecordBatch]:
-    """One Spark task (``mapInArrow``): one changelog partition's offset range -> one row of
-    :data:`RESULT_SCHEMA`, what ``write(settings, rows)`` returned."""
-    import pyarrow as pa  # noqa: PLC0415 - only tasks need it, and a worker has it loaded
-
-    counters = write(settings, ChangelogBatches(batches))
-    yield pa.RecordBatch.from_arrays([pa.array([json.dumps(counters)], pa.string())],
-                                     names=[RESULT])

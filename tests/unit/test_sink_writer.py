@@ -3,7 +3,6 @@ chunks, and producing through the raw client with the wrapper's semantics on fai
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 from unittest.mock import ANY
@@ -18,11 +17,9 @@ from cdc_ingest.kafka import FencedError, KafkaClientError, PlainProducer, Trans
 from cdc_ingest.routing.routes import Router, RouteRule
 from cdc_ingest.sink import writer
 from cdc_ingest.sink.arrow_batches import (
-    RESULT,
     ChangelogBatches,
     ChangelogRow,
     row_columns,
-    run_task,
 )
 from cdc_ingest.sink.chunks import Counters, chunks
 from cdc_ingest.sink.rekey import Cutover
@@ -251,13 +248,3 @@ def test_plain_sink_producers_linger_longer_unless_the_properties_say_otherwise(
     assert writer._plain_config(_settings())["linger.ms"] == 50
     assert writer._plain_config(_settings(kafka={**NO_BROKER, "linger.ms": 7}))["linger.ms"] == 7
 
-
-def test_a_task_returns_what_its_writer_returned_as_one_json_row() -> None:
-    def write(settings: Any, rows: Any) -> dict[str, Any]:
-        seen = list(rows)
-        return {"partition": seen[0].partition, "rows_in": len(seen), "per_table": {"d.t": 1}}
-
-    [out] = list(run_task(write, None, [_batch(3, [1, 2])]))
-    assert out.schema.names == [RESULT]
-    assert json.loads(out.column(0)[0].as_py()) == {"partition": 3, "rows_in": 2,
-                                                    "per_table": {"d.t": 1}}
