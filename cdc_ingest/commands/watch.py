@@ -9,7 +9,8 @@ from typing import Any
 from cdc_ingest.change_events.avro_reader import AvroReader, shown
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.kafka import client_config
-from cdc_ingest.kafka.consumer import Message, follow_topics
+from cdc_ingest.kafka.consumer import Message
+from cdc_ingest.kafka.follow import follow_topics
 from cdc_ingest.mysql import connection_settings
 from cdc_ingest.transactions import Item, Standalone, TransactionReader, TxMessage
 from cdc_ingest.transactions.pipeline import metadata_topic_of
@@ -55,14 +56,17 @@ def watch_topics(defn: PipelineDef, topics: list[str], from_beginning: bool,
         echo("watch: the pipeline captures no table that exists in MySQL; nothing to follow")
         return
     since = "from the beginning" if from_beginning else "new messages"
-    echo(f"following {', '.join(chosen)} ({since}; Ctrl-C stops)")
     kafka = client_config(defn.sink.properties)
     avro = _avro_reader(defn, kafka)
+    messages = follow_topics(kafka, chosen, from_beginning)  # "new" starts here
+    echo(f"following {', '.join(chosen)} ({since}; Ctrl-C stops)")
     try:
-        for m in follow_topics(kafka, chosen, from_beginning):
+        for m in messages:
             echo(line(m, avro))
     except KeyboardInterrupt:
         pass
+    finally:
+        messages.close()  # type: ignore[attr-defined]
 
 
 def block(item: Item, avro: AvroReader | None = None) -> str:
@@ -85,11 +89,12 @@ def watch_transactions(defn: PipelineDef, topics: list[str], from_beginning: boo
         echo("watch: the pipeline captures no table that exists in MySQL; nothing to follow")
         return
     since = "from the beginning" if from_beginning else "new transactions"
-    echo(f"following whole transactions in {', '.join(chosen)} with {metadata_topic} "
-         f"({since}; Ctrl-C stops)")
     kafka = client_config(defn.sink.properties)
     avro = _avro_reader(defn, kafka)
+    # "new" starts when the reader is made (its metadata topic's end): then say so
     reader = TransactionReader(kafka, chosen, metadata_topic, new_only=not from_beginning)
+    echo(f"following whole transactions in {', '.join(chosen)} with {metadata_topic} "
+         f"({since}; Ctrl-C stops)")
     try:
         for item in reader:
             echo(block(item, avro))

@@ -105,35 +105,6 @@ def follow_partition(config: dict[str, Any], topic: str, partition: int,
         consumer.close()
 
 
-def follow_topics(config: dict[str, Any], topics: list[str],
-                  from_beginning: bool = False) -> Iterator[Message]:
-    """Committed messages of ``topics`` as they come (from their beginning, or from now),
-    until the caller stops reading; a topic created later is picked up when it appears."""
-    consumer = Consumer({
-        **with_logger(config), "group.id": f"cdc-ingest-watch-{uuid.uuid4().hex}",
-        "enable.auto.commit": False, "isolation.level": "read_committed",
-        "auto.offset.reset": "earliest" if from_beginning else "latest",
-        "topic.metadata.refresh.interval.ms": 5000,
-        # close() waits up to this (45 s by default) to leave the group: the broker's minimum
-        "session.timeout.ms": 6000,
-    })
-    try:
-        consumer.subscribe(topics)
-        while True:
-            msg = consumer.poll(1.0)
-            if msg is None:
-                continue
-            error = msg.error()
-            if error is not None:
-                if error.code() in (KafkaError._PARTITION_EOF,
-                                    KafkaError.UNKNOWN_TOPIC_OR_PART):
-                    continue
-                raise KafkaClientError(f"following {', '.join(topics)} failed: {error}")
-            yield message_of(msg)
-    finally:
-        consumer.close()
-
-
 def _consumer(config: dict[str, Any], isolation: str, reset: str = "earliest",
               fetch_wait_ms: int = 10) -> Consumer:
     return Consumer(
