@@ -45,6 +45,19 @@ class Counters:
         return dict(self.__dict__)
 
 
+def summary(results: list[dict[str, Any]], seconds: float) -> str:
+    """Writers' counters (:meth:`Counters.as_dict`, one per partition) as one log line's
+    text: a batch's (sink/job.py) or the head start's (sink/head_start.py)."""
+    def total(name: str) -> int:
+        return sum(int(r.get(name, 0)) for r in results)
+
+    written = sorted((r["partition"], r.get("last_offset", -1)) for r in results
+                     if r.get("partition", -1) >= 0)
+    last = " ".join(f"p{p}@{o}" for p, o in written) or "none"
+    return (f"{total('rows_in')} rows in, {total('rows_out')} out, {total('skipped')} "
+            f"skipped, {total('bytes_out')} bytes in {seconds:.2f} s; last offsets {last}")
+
+
 # reset(ddl record, ts_ms, offset) -> the tombstones of a table a DDL record emptied
 # (sink/resets.py), or the cutover of a table re-keyed in place (sink/rekey.py)
 Reset = Callable[[DdlRecord, int, int], list[SinkMessage] | Cutover]

@@ -29,6 +29,7 @@ from typing import Any
 from cdc_ingest.kafka.errors import FencedError
 from cdc_ingest.kafka.ranges import read_live
 from cdc_ingest.sink.arrow_batches import ChangelogBatches, Columns, Writer
+from cdc_ingest.sink.chunks import summary
 from cdc_ingest.sink.range_read import ChangelogRange
 from cdc_ingest.sink.settings import SinkSettings
 from cdc_ingest.sink.writer import committed_offsets
@@ -65,7 +66,6 @@ class HeadStart:
         self._committed = committed  # None: read (ids registered first) in the thread
         self._stopped = threading.Event()
         self._results: list[dict[str, Any]] = []
-        self._failures: list[str] = []
         self._began = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="sink-head-start", daemon=True)
 
@@ -102,7 +102,6 @@ class HeadStart:
             self._failed(f"changelog partition {partition}", exc)
 
     def _failed(self, what: str, exc: BaseException) -> None:
-        self._failures.append(f"{what}: {exc}")
         log.warning("the sink's head start stopped at %s (%s: %s); Spark's first batch goes "
                     "on from the last commit", what, type(exc).__name__, exc)
 
@@ -117,16 +116,8 @@ class HeadStart:
                 log.warning("the sink's head start did not stop within %.0f s; the first "
                             "batch's tasks fence its transactions", STOP_WAIT_S)
         results = list(self._results)
-
-        def total(name: str) -> int:
-            return sum(int(r.get(name, 0)) for r in results)
-
-        last = " ".join(f"p{r['partition']}@{r['last_offset']}" for r in sorted(
-            results, key=lambda r: r.get("partition", -1)) if r.get("last_offset", -1) >= 0)
-        log.info("head start: %d rows in, %d out, %d skipped, %d bytes in %.2f s before "
-                 "Spark's first batch; last offsets %s", total("rows_in"), total("rows_out"),
-                 total("skipped"), total("bytes_out"), time.monotonic() - self._began,
-                 last or "none")
+        log.info("head start: %s (before Spark's first batch)",
+                 summary(results, time.monotonic() - self._began))
         return results
 
 

@@ -34,6 +34,7 @@ from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka import KafkaClientError
 from cdc_ingest.kafka.config import LIBRDKAFKA_ONLY
 from cdc_ingest.sink import cds
+from cdc_ingest.sink.chunks import summary
 from cdc_ingest.sink.failures import query_failed
 from cdc_ingest.sink.head_start import HeadStart, past_head_start
 from cdc_ingest.sink.offset_log import batch_ranges
@@ -98,18 +99,6 @@ def source_options(defn: PipelineDef, start: str | None) -> dict[str, str]:
     return options
 
 
-def _summary(batch_id: int, results: list[dict[str, Any]], seconds: float) -> str:
-    def total(name: str) -> int:
-        return sum(int(r.get(name, 0)) for r in results)
-
-    written = sorted((r["partition"], r.get("last_offset", -1)) for r in results
-                     if r.get("partition", -1) >= 0)
-    last = " ".join(f"p{p}@{o}" for p, o in written) or "none"
-    return (f"batch {batch_id}: {total('rows_in')} rows in, {total('rows_out')} out, "
-            f"{total('skipped')} skipped, {total('bytes_out')} bytes in {seconds:.2f} s; "
-            f"last offsets {last}")
-
-
 def _batch_writer(
     spark: SparkSession, checkpoint: str, settings: SinkSettings,
     on_batch: BatchCallback | None, head: HeadStart | None = None,
@@ -137,7 +126,7 @@ def _batch_writer(
             task = partial(read_task, write_partition, now)
             rdd = spark.sparkContext.parallelize(ranges, len(ranges))
             results = [json.loads(r) for r in rdd.mapPartitions(task).collect()]
-        log.info("%s", _summary(batch_id, results, time.monotonic() - began))
+        log.info("batch %d: %s", batch_id, summary(results, time.monotonic() - began))
         if on_batch is not None:
             on_batch(batch_id, results)
 
