@@ -54,9 +54,25 @@ def _fragment(value: Any) -> Any:
     raise TypeError(f"not a JSON value: {type(value).__name__}")
 
 
+def _wide_ints(value: Any) -> Any:
+    """``value`` with every integer orjson cannot write (beyond 64 bits: a DECIMAL(65,0))
+    as its exact text."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if -(1 << 63) <= value < (1 << 64) else orjson.Fragment(str(value))
+    if isinstance(value, dict):
+        return {k: _wide_ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_wide_ints(v) for v in value]
+    return value
+
+
 def dumps(value: Any) -> bytes:
     """Compact JSON with every number in its exact text (keys keep their order)."""
-    out = orjson.dumps(value, default=_fragment, option=orjson.OPT_PASSTHROUGH_SUBCLASS)
+    try:
+        out = orjson.dumps(value, default=_fragment, option=orjson.OPT_PASSTHROUGH_SUBCLASS)
+    except orjson.JSONEncodeError:  # an integer beyond 64 bits (rare: it costs a second pass)
+        out = orjson.dumps(_wide_ints(value), default=_fragment,
+                           option=orjson.OPT_PASSTHROUGH_SUBCLASS)
     # orjson's result keeps its whole output buffer (kilobytes) allocated; a copy does not,
     # which matters for the millions of keys a materialized topic holds.
     return bytes(memoryview(out))

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from cdc_ingest.config import parse_pipeline
 from cdc_ingest.verify.diff import TopicCheck, TopicResult
 from cdc_ingest.verify.report import summary_line, topic_lines
@@ -20,7 +18,7 @@ def key(**cols: Any) -> bytes:
 
 def topic(*entries: tuple[dict[str, Any], dict[str, Any]]) -> dict[bytes, bytes]:
     """A materialized topic from (key, value) pairs, values as the sink writes them."""
-    return {canonical_key(orjson.dumps(k)): dumps(v) for k, v in entries}
+    return {canonical_key(dumps(k)): dumps(v) for k, v in entries}
 
 
 # -- values ------------------------------------------------------------------------------------
@@ -60,6 +58,27 @@ def test_keys_are_canonical_json() -> None:
     assert canonical_key(b'{"d":0.50}') == b'{"d":0.50}'
     assert canonical_key(b"not json") == b"not json"
     assert canonical_key(None) == b"null"
+
+
+def test_integers_beyond_64_bits_are_exact_in_keys_values_and_reports() -> None:
+    """A DECIMAL(65,0) holds integers orjson cannot write: verify keeps their exact text
+    (it crashed rendering such a row as extra)."""
+    wide, negative = 10**30 + 7, -(10**25)
+    assert canonical_key(b'{"k": 1000000000000000000000000000007}') == \
+        b'{"k":1000000000000000000000000000007}'
+    assert key(k=wide) == b'{"k":1000000000000000000000000000007}'
+    assert dumps([negative, 2**64 - 1, Num("1.50")]) == \
+        b'[-10000000000000000000000000,18446744073709551615,1.50]'
+    assert same(wide, parse(b"1000000000000000000000000000007"))
+    assert not same(wide, parse(b"1000000000000000000000000000008"))
+    c = check(topic(({"k": wide}, {"k": wide, "v": negative}),
+                    ({"k": wide + 1}, {"k": wide + 1, "v": negative})))
+    c.row("db.t", key(k=wide), ("k",), {"k": wide, "v": negative})
+    result = c.finish()
+    assert result.counts == {"missing": 0, "extra": 1, "differing": 0, "conflicts": 0}
+    assert result.samples["extra"][0].key == '{"k":1000000000000000000000000000008}'
+    assert result.samples["extra"][0].detail == ('mysql (absent) | topic '
+        '{"k":1000000000000000000000000000008,"v":-10000000000000000000000000}')
 
 
 # -- one topic ---------------------------------------------------------------------------------
