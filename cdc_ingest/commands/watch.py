@@ -66,7 +66,7 @@ def watch_topics(defn: PipelineDef, topics: list[str], from_beginning: bool,
     except KeyboardInterrupt:
         pass
     finally:
-        messages.close()  # type: ignore[attr-defined]
+        messages.close()
 
 
 def block(item: Item, avro: AvroReader | None = None) -> str:

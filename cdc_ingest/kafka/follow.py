@@ -11,7 +11,7 @@ after the call misses nothing committed after it, however soon. The group's own 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator
 from functools import partial
 from typing import Any
 
@@ -27,7 +27,7 @@ Starts = dict[tuple[str, int], int]
 
 
 def follow_topics(config: dict[str, Any], topics: list[str],
-                  from_beginning: bool = False) -> Iterator[Message]:
+                  from_beginning: bool = False) -> Generator[Message, None, None]:
     """Committed messages of ``topics`` as they come, from their beginning or from this call
     on, until the caller stops reading. A topic or partition that appears later is read from
     its beginning: all of it is new."""
@@ -73,7 +73,8 @@ def _start_at(starts: Starts, consumer: Any, partitions: list[TopicPartition]) -
     consumer.assign(partitions)
 
 
-def _messages(consumer: Any, topics: list[str], starts: Starts) -> Iterator[Message]:
+def _messages(consumer: Any, topics: list[str],
+              starts: Starts) -> Generator[Message, None, None]:
     try:
         while True:
             msg = consumer.poll(1.0)

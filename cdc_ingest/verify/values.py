@@ -66,13 +66,16 @@ def _wide_ints(value: Any) -> Any:
     return value
 
 
+def _encode(value: Any) -> bytes:
+    return orjson.dumps(value, default=_fragment, option=orjson.OPT_PASSTHROUGH_SUBCLASS)
+
+
 def dumps(value: Any) -> bytes:
     """Compact JSON with every number in its exact text (keys keep their order)."""
     try:
-        out = orjson.dumps(value, default=_fragment, option=orjson.OPT_PASSTHROUGH_SUBCLASS)
+        out = _encode(value)
     except orjson.JSONEncodeError:  # an integer beyond 64 bits (rare: it costs a second pass)
-        out = orjson.dumps(_wide_ints(value), default=_fragment,
-                           option=orjson.OPT_PASSTHROUGH_SUBCLASS)
+        out = _encode(_wide_ints(value))
     # orjson's result keeps its whole output buffer (kilobytes) allocated; a copy does not,
     # which matters for the millions of keys a materialized topic holds.
     return bytes(memoryview(out))

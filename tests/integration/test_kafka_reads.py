@@ -20,14 +20,22 @@ from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer, read_
 from cdc_ingest.kafka.follow import follow_topics
 
 
+def _two_producers(config: dict[str, Any], topic: str,
+                   name: str) -> tuple[TransactionalProducer, Producer]:
+    """``topic`` with 2 partitions; a transactional producer that commits, and a plain
+    confluent_kafka one whose transaction a test holds open."""
+    TopicAdmin(config).ensure(TopicSpec(topic, 2, 1, {}))
+    committing = TransactionalProducer(config, f"tx-{name}")
+    committing.init()
+    held = Producer({**config, "transactional.id": f"held-{name}"})
+    held.init_transactions(30)
+    return committing, held
+
+
 def test_a_settled_read_waits_for_open_transactions_below_the_end(kafka: Any) -> None:
     config = {"bootstrap.servers": kafka.bootstrap}
     topic = f"settled-{uuid.uuid4().hex[:8]}"
-    TopicAdmin(config).ensure(TopicSpec(topic, 2, 1, {}))
-    first = TransactionalProducer(config, f"first-{topic}")
-    first.init()
-    held = Producer({**config, "transactional.id": f"held-{topic}"})
-    held.init_transactions(30)
+    first, held = _two_producers(config, topic, topic)
     try:
         first.begin()
         first.send(topic, b"committed", b"a", partition=0)
@@ -73,11 +81,7 @@ def test_following_new_messages_starts_when_the_call_returns_not_at_the_first_re
     # a change now (the head start, decision 0017), before the group has even joined
     config = {"bootstrap.servers": kafka.bootstrap}
     base = f"follow-{uuid.uuid4().hex[:8]}"
-    TopicAdmin(config).ensure(TopicSpec(f"{base}.old", 2, 1, {}))
-    producer = TransactionalProducer(config, f"tx-{base}")
-    producer.init()
-    held = Producer({**config, "transactional.id": f"held-{base}"})
-    held.init_transactions(30)
+    producer, held = _two_producers(config, f"{base}.old", base)
     try:
         producer.begin()
         producer.send(f"{base}.old", b"before", b"k0", partition=0)
@@ -109,7 +113,7 @@ def test_following_new_messages_starts_when_the_call_returns_not_at_the_first_re
                                     (f"{base}.old", b"k2"), (f"{base}.old", b"k3")], seen
         finally:
             if reader is None:  # else it runs in the reader, a daemon thread, until the end
-                messages.close()  # type: ignore[attr-defined]
+                messages.close()
     finally:
         producer.close()
         held.flush(5)
