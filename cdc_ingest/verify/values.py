@@ -66,16 +66,13 @@ def _wide_ints(value: Any) -> Any:
     return value
 
 
-def _encode(value: Any) -> bytes:
-    return orjson.dumps(value, default=_fragment, option=orjson.OPT_PASSTHROUGH_SUBCLASS)
-
-
 def dumps(value: Any) -> bytes:
     """Compact JSON with every number in its exact text (keys keep their order)."""
+    option = orjson.OPT_PASSTHROUGH_SUBCLASS
     try:
-        out = _encode(value)
+        out = orjson.dumps(value, default=_fragment, option=option)
     except orjson.JSONEncodeError:  # an integer beyond 64 bits (rare: it costs a second pass)
-        out = _encode(_wide_ints(value))
+        out = orjson.dumps(_wide_ints(value), default=_fragment, option=option)
     # orjson's result keeps its whole output buffer (kilobytes) allocated; a copy does not,
     # which matters for the millions of keys a materialized topic holds.
     return bytes(memoryview(out))
