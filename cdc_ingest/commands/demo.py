@@ -153,8 +153,8 @@ def run_demo(wait: bool = True, fmt: str = "json") -> None:
             env=env, stdout=(home / "pipeline.log").open("ab"), stderr=subprocess.STDOUT,
         )
         click.echo(f"  (its log: {home / 'pipeline.log'})")
-        _say("cdc-ingest status --wait-caught-up: until the rows are in Kafka (Spark starts "
-             "in ~15-30 s)")
+        _say("cdc-ingest status --wait-caught-up: until the rows are in Kafka (the sink "
+             "writes before Spark's first batch: decision 0017)")
         if _cli(env, route, "status", "--wait-caught-up", "300") != 0:
             raise CdcIngestError(f"demo: the pipeline did not catch up; see {home}/pipeline.log")
         before = {t: _ends(kafka, t) for t in topics}
