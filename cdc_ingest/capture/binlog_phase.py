@@ -21,8 +21,7 @@ from cdc_ingest import metrics
 from cdc_ingest.capture.binlog import BinlogReader
 from cdc_ingest.capture.binlog_errors import ReplicaTakenOver
 from cdc_ingest.capture.binlog_schema import TableSchema
-from cdc_ingest.capture.context import CaptureContext, Done, RekeyRequested
-from cdc_ingest.capture.ddl import action_of, tables_of
+from cdc_ingest.capture.context import CaptureContext, Done, RekeyRequested, TablesArrived
 from cdc_ingest.capture.encode import KEEP_ALL, KEEP_NEW, KEEP_OLD, Encoders, KeyPlan
 from cdc_ingest.capture.events import Ddl, Heartbeat, Rows, TxBegin, TxCommit
 from cdc_ingest.capture.flinktypes import typed_from_binlog
@@ -32,10 +31,10 @@ from cdc_ingest.capture.resume import Transactions, same_server
 from cdc_ingest.capture.schema_guard import RekeyNeeded
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.socket_reader import ReadStopped
+from cdc_ingest.capture.table_ddl import Arrived, TableDdl
 from cdc_ingest.capture.tx_marks import TxMarks
-from cdc_ingest.errors import SourceError, SourceUnavailable
+from cdc_ingest.errors import SourceUnavailable
 from cdc_ingest.model import Position
-from cdc_ingest.model.changelog import EMPTIES_TABLE, ddl_value
 from cdc_ingest.mysql.connection import retry_delay
 
 log = logging.getLogger(__name__)
@@ -64,9 +63,10 @@ class BinlogPhase:
         self._failures = 0  # failed reconnects in a row (kept across a re-key)
         self._encoders = Encoders(self._on_layout, self._guard.pinned)
         self._marks = TxMarks(ctx.options.transaction_metadata, ctx.partitions)
+        self._ddl = TableDdl(ctx)
 
     def run(self, open_reader: Callable[[Position], BinlogReader],
-            retries: int) -> Done | RekeyRequested:
+            retries: int) -> Done | RekeyRequested | TablesArrived:
         """Until stopped (Done) or a table's key changes under ``evolve``
         (RekeyRequested: everything before is committed, the binlog closed); the last
         records and position are committed on the way out.
@@ -74,8 +74,11 @@ class BinlogPhase:
         When MySQL goes away (stopped, restarted, failed over to a server with the same GTID
         history) everything read so far is committed and the binlog is read again from
         there, with backoff; after ``retries`` (``connect.max-retries``) failed reconnects
-        in a row :class:`SourceUnavailable` ends capture (``start`` restarts it)."""
-        outcome: Done | RekeyRequested = Done(self.chunk_filter)
+        in a row :class:`SourceUnavailable` ends capture (``start`` restarts it).
+
+        TablesArrived: a rename gave captured names to tables with rows; the position past
+        it is committed with their snapshot to take (capture/table_ddl.py)."""
+        outcome: Done | RekeyRequested | TablesArrived = Done(self.chunk_filter)
         while True:
             reader = open_reader(self._tx.position)
             try:
@@ -96,6 +99,9 @@ class BinlogPhase:
                 self._resume_after(lost, self._failures, retries)
             except RekeyNeeded as needed:  # raised at the table's first row under its new key
                 outcome = RekeyRequested(needed)
+                break
+            except Arrived as arrived:
+                outcome = TablesArrived(arrived.tables)
                 break
             finally:
                 reader.close()
@@ -145,9 +151,12 @@ class BinlogPhase:
             elif isinstance(ev, TxCommit):
                 self._on_commit(ev.file, ev.pos, ev.ts)
             elif isinstance(ev, Ddl):
-                self._on_ddl(ev)
+                if not self._source_tx.skipped:
+                    self._ddl.follow(ev, self.chunk_filter)
                 if ev.ends_tx:
                     self._on_commit(ev.file, ev.pos, ev.ts)
+            if self._ddl.arrived and self._source_tx.current is None:
+                self._ddl.snapshot_arrivals(self.chunk_filter)  # raises Arrived
             elif isinstance(ev, Heartbeat) and self._source_tx.current is None:
                 tx.position = replace(tx.position, file=ev.file, pos=ev.pos)
             tx.maybe_commit()
@@ -183,6 +192,10 @@ class BinlogPhase:
         if self._source_tx.skipped:
             return
         tx = self._tx
+        if self._ddl.gone(ev.schema):
+            self._source_tx.rows_event(len(ev.rows))  # counted, not written
+            tx.position = tx.position.after_rows(self._source_tx.rows, ev.ts * 1000)
+            return
         encoder = self._encoders.get(ev.schema, ev.where)
         at = tx.position
         prefix = at.tx_gtid or f"{at.file}:{at.pos}"
@@ -263,28 +276,3 @@ class BinlogPhase:
             tables=tx.position.tables, signals=tx.position.signals,
         )
         self._progress.event_ts = ts
-
-    def _on_ddl(self, ev: Ddl) -> None:
-        if self._source_tx.skipped:
-            return
-        for db, table in tables_of(ev.sql, ev.db):
-            self._catalog.forget(db, table)
-            if not self._captured(db, table):
-                continue
-            log.info("DDL on %s.%s at %s:%s: %s", db, table, ev.file, ev.pos, ev.sql[:200])
-            action = action_of(ev.sql)
-            if (action in EMPTIES_TABLE and self.chunk_filter is not None
-                    and self.chunk_filter.reaches(db, table, (ev.file, ev.pos))):
-                raise SourceError(
-                    f"{action.upper()} of {db}.{table} at binlog {ev.file}:{ev.pos} ran while "
-                    "the snapshot of that table was being read, so some of its snapshot rows "
-                    "are from after the statement and cannot be put in order with it. Fix: "
-                    "start the pipeline again from scratch (delete its state and sink topics; "
-                    "scan.startup.mode: initial), without emptying tables during the snapshot"
-                )
-            where = f"{ev.file}:{ev.pos}"
-            key = self._guard.key_columns(db, table) if action in EMPTIES_TABLE else None
-            self._guard.ddl(db, table, ev.sql, action, where, ev.ts * 1000)
-            value = ddl_value(db, table, ev.sql, ev.ts * 1000, where, action, key)
-            # Every partition gets it, in order with the rows around it.
-            self._tx.marker(value, range(self._partitions), ev.ts * 1000)

@@ -5,7 +5,9 @@ A run (capture/runner.py) builds one :class:`CaptureContext` and hands it to eac
 outcome instead of a flag: :class:`Done` (go on, with the chunk filter the binlog phase
 needs), :class:`Stopped` (asked to stop, or a request arrived, before the end),
 :class:`RekeyRequested` (the binlog phase met a table whose key changed, under
-``schema.change.behavior: evolve``); the runner turns a stop that a request caused into
+``schema.change.behavior: evolve``), :class:`TablesArrived` (a rename gave captured names to
+tables whose rows must be snapshotted); the runner turns a stop that a request caused, and
+an arrival, into
 :class:`SnapshotRequested`.
 """
 
@@ -58,6 +60,14 @@ class RekeyRequested:
     """A captured table's key changed under ``evolve``; everything before it is committed."""
 
     change: RekeyNeeded
+
+
+@dataclass(frozen=True)
+class TablesArrived:
+    """The binlog phase read a ``RENAME TABLE`` that gave captured names to tables with rows:
+    the position past it, committed, holds a snapshot of them (capture/binlog_phase.py)."""
+
+    tables: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from cdc_ingest.capture.context import (
     RekeyRequested,
     SnapshotRequested,
     Stopped,
+    TablesArrived,
 )
 from cdc_ingest.capture.decoder import decoder_kind
 from cdc_ingest.capture.options import CaptureOptions
@@ -132,6 +133,9 @@ class Capture:
                 tx.commit()
                 break
             binlog.rekeyed(rekeyed.chunk_filter)
+        if isinstance(ended, TablesArrived) and not self._stop:
+            self._ended()
+            return SnapshotRequested()  # the next run snapshots them
         log.info("capture stopped at %s", tx.committed.describe())
         return self._ended()
 

@@ -142,8 +142,10 @@ class SchemaGuard:
         key = KeySchema.from_json((self._known.get((db, table)) or {}).get("key"))
         return list(key.columns) if key is not None else None
 
-    def ddl(self, db: str, table: str, sql: str, action: str, pos: str, ts_ms: int) -> None:
-        """A DDL statement on a captured table, read at binlog ``pos``."""
+    def ddl(self, db: str, table: str, sql: str, action: str, pos: str, ts_ms: int,
+            arriving: bool = False) -> None:
+        """A DDL statement on a captured table, read at binlog ``pos``; ``arriving``: a
+        rename gives the name to a table (which keeps the name's pinned columns)."""
         if self._behavior == "exception" and action != "create":
             self._writer.commit()
             raise SchemaChangeStopped(
@@ -157,7 +159,7 @@ class SchemaGuard:
         if action in EMPTIES_TABLE:
             # every key of the table is tombstoned (the sink): the next layout starts afresh
             value.update(key=None, columns=None)
-        if action in ("drop", "replace"):
+        if action in ("drop", "replace") or (action == "rename" and not arriving):
             value.pop("pinned", None)  # ignore: a table created again is pinned afresh
         self._write(db, table, value)
 

@@ -164,8 +164,10 @@ class ColumnsRecord(msgspec.Struct):
 RESNAPSHOT = "resnapshot"
 
 # DDL actions after which a table's earlier rows are gone: the sink tombstones every key of
-# the table in its topics (docs/output-contract.md, "Schema changes").
-EMPTIES_TABLE = frozenset({"truncate", "drop", "replace", RESNAPSHOT})
+# the table in its topics (docs/output-contract.md, "Schema changes"). A rename empties both
+# names it touches: the old name holds no table any more, and a table arriving under the new
+# name is snapshotted after the record (capture/binlog_phase.py).
+EMPTIES_TABLE = frozenset({"truncate", "drop", "replace", "rename", RESNAPSHOT})
 
 # Re-keying a table in place (capture/rekey.py, docs/output-contract.md): ``rekey`` goes to
 # every partition where the table's key changed; ``rekey-cut`` and ``rekey-end`` enclose, in

@@ -171,6 +171,11 @@ class Catalog:
             f"index on ({', '.join(keys)}), or include {shown} in the transform's "
             "primary-keys (or source.tables.key-columns).")
 
+    def exists(self, db: str, table: str) -> bool:
+        """Whether the table exists now."""
+        return bool(self._all("SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s "
+                              "AND TABLE_NAME=%s", (db, table)))
+
     def tables(self) -> list[tuple[str, str]]:
         return [
             (r[0], r[1])

@@ -16,7 +16,7 @@ from cdc_ingest.capture.context import CaptureContext, Done, Stopped
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.snapshot.progress import SnapshotProgress
 from cdc_ingest.capture.snapshot.reader import Snapshotter
-from cdc_ingest.capture.snapshot.state import Chunk, ChunkRows, SnapshotState
+from cdc_ingest.capture.snapshot.state import Chunk, ChunkRows, Key, SnapshotState
 from cdc_ingest.model.changelog import REKEY_CUT, RESNAPSHOT, ddl_value, snapshot_parts
 
 log = logging.getLogger(__name__)
@@ -52,25 +52,37 @@ class SnapshotPhase:
                 readers.put(reader)
 
         plan_table, plan_after = state.table, state.after
-        pending: deque[tuple[Chunk, Future[ChunkRows]]] = deque()
+        pending: deque[tuple[Chunk, Future[ChunkRows] | None]] = deque()
         progress = SnapshotProgress()
         with ThreadPoolExecutor(parallelism, "snapshot") as pool:
             while not self._stopping():
                 while len(pending) <= parallelism and plan_table < len(state.tables):
                     db, table = state.tables[plan_table]
-                    chunk = self._planner.next_chunk(db, table, plan_after)
+                    planned = self._plan(db, table, plan_after)
+                    if planned is None:  # gone: skipped in its turn
+                        pending.append((Chunk(db, table, plan_after, None), None))
+                        plan_table, plan_after = plan_table + 1, None
+                        continue
                     # the row's columns: schema.change.behavior ignore pins them
                     columns = self._guard.pinned(db, table)
-                    pending.append((chunk, pool.submit(read, chunk, columns)))
-                    plan_after = chunk.upto
-                    if chunk.upto is None:
+                    pending.append((planned, pool.submit(read, planned, columns)))
+                    plan_after = planned.upto
+                    if planned.upto is None:
                         plan_table += 1
                 if not pending:
                     break
                 chunk, future = pending.popleft()
-                self._commit_chunk(state, chunk, future.result(), progress, read)
+                rows = self._rows(chunk, future)
+                if rows is None:
+                    self._gone(state, chunk, pending)
+                    if plan_table < len(state.tables) and state.tables[plan_table] == [
+                            chunk.db, chunk.table]:
+                        plan_table, plan_after = plan_table + 1, None
+                    continue
+                self._commit_chunk(state, chunk, rows, progress, read)
             for _, future in pending:
-                future.cancel()
+                if future is not None:
+                    future.cancel()
         progress.close()
         while not readers.empty():
             readers.get().close()
@@ -79,6 +91,47 @@ class SnapshotPhase:
         log.info("snapshot done: %d chunks of %d table(s); streaming from %s",
                  len(state.chunks), len(state.tables), self._tx.position.describe())
         return Done(ChunkFilter(state, self._planner.info))
+
+    def _plan(self, db: str, table: str, after: Key | None) -> Chunk | None:
+        """The table's next chunk; None when the table no longer exists."""
+        try:
+            return self._planner.next_chunk(db, table, after)
+        except Exception:
+            if self._planner.exists(db, table):
+                raise
+            return None
+
+    def _rows(self, chunk: Chunk, future: Future[ChunkRows] | None) -> ChunkRows | None:
+        """The chunk's rows; None when its table no longer exists."""
+        if future is None:
+            return None
+        try:
+            return future.result()
+        except Exception:
+            if self._planner.exists(chunk.db, chunk.table):
+                raise
+            return None
+
+    def _gone(self, state: SnapshotState, chunk: Chunk,
+              pending: deque[tuple[Chunk, Future[ChunkRows] | None]]) -> None:
+        """``chunk``'s table was dropped or renamed away since the snapshot took it in: the
+        rest of it is skipped. Exact: its chunks read so far are before the statement that
+        removed it (else that statement stops capture, binlog_phase.py), and from there
+        the binlog carries the table's changes up to that statement, which tombstones its
+        keys (a rename to a captured name snapshots the table under that name)."""
+        db, table = chunk.db, chunk.table
+        while pending and (pending[0][0].db, pending[0][0].table) == (db, table):
+            _, later = pending.popleft()
+            if later is not None:
+                later.cancel()
+        log.warning("snapshot: %s.%s no longer exists (dropped or renamed away since the "
+                    "snapshot took it in); the rest of it is skipped, its changes and the "
+                    "statement that removed it follow from the binlog", db, table)
+        if [db, table] in state.resets:
+            state.resets.remove([db, table])
+        state.table, state.after = state.table + 1, None
+        state.done = state.table >= len(state.tables)
+        self._tx.position = replace(self._tx.position, snapshot=state.as_json())
 
     def _commit_chunk(self, state: SnapshotState, chunk: Chunk, read: ChunkRows,
                       progress: SnapshotProgress,

@@ -124,6 +124,10 @@ class Snapshotter:
             self._tables[(db, table)] = hit
         return hit
 
+    def exists(self, db: str, table: str) -> bool:
+        """Whether the table exists now (a snapshot may outlive it: dropped or renamed)."""
+        return self._catalog.exists(db, table)
+
     def estimated_rows(self, db: str, table: str) -> int:
         rows = self._sql("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE "
                          "TABLE_SCHEMA=%s AND TABLE_NAME=%s", (db, table))

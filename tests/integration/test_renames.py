@@ -1,0 +1,164 @@
+"""`RENAME TABLE` between captured names: the old name's keys are tombstoned as after
+`DROP TABLE`, the table under its new name is snapshotted while the binlog goes on, and a
+swap (`RENAME TABLE t TO t_old, t_new TO t`, as pt-online-schema-change does, followed by
+`DROP TABLE t_old`) leaves `t`'s topic equal to the new `t`. Before this, `b`'s topic held
+only the rows inserted after the rename and `a`'s topic kept its keys live.
+
+What is checked is what a reader of the sink topics sees: the latest value per key of every
+topic (the old names' included, which `verify` does not walk because their tables are gone),
+`verify`'s verdict, and, across a SIGKILL of capture in the middle of the new name's
+snapshot while a writer changes the table, that no key's value goes back and the snapshot
+is taken once.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import threading
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import admin_conn
+from tests.integration.flavors import Source
+from tests.integration.pipeline_helpers import (
+    cli,
+    sink_topic,
+    start_command,
+    stop,
+    wait_for,
+    write_pipeline,
+)
+from tests.integration.test_newly_added_tables import _Writer
+from tests.integration.test_snapshot_request import _went_back
+
+
+def _latest(kafka: Any, topic: str) -> dict[bytes, bytes | None]:
+    return {m.key: m.value for m in sink_topic(kafka, topic)}
+
+
+def _live(kafka: Any, topic: str) -> set[bytes]:
+    return {k for k, v in _latest(kafka, topic).items() if v is not None}
+
+
+def _equal(config: Path, procs: dict[str, Any] | None = None) -> bool:
+    for name, proc in (procs or {}).items():
+        assert proc.poll() is None, f"{name} exited with {proc.returncode}"
+    return cli("verify", "--config", str(config)).returncode == 0
+
+
+def test_renames_tombstone_the_old_name_and_snapshot_the_new_one(
+        source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path) -> None:
+    db = fresh_source_db
+    with admin_conn(source, db) as conn, conn.cursor() as cur:
+        for name in ("a", "t", "leaving"):
+            cur.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, name VARCHAR(40), v INT)")
+            cur.executemany(f"INSERT INTO {name} VALUES (%s, %s, %s)",
+                            [(i, f"{name}{i}", i) for i in range(1, 121)])
+    # every name of letters and '_' is captured; `gone9` is not
+    config = write_pipeline(tmp_path / "p.yaml", source, kafka, f"rn-{db}",
+                            f"{db}.[a-z_]+",
+                            source={"scan.startup.mode": "initial",
+                                    "scan.incremental.snapshot.chunk.size": 50})
+    logs = {"capture": tmp_path / "capture.log", "sink": tmp_path / "sink.log"}
+    procs = {n: start_command(n, config, logs[n]) for n in logs}
+    try:
+        wait_for(lambda: _equal(config, procs), 180, "the first snapshot in the topics")
+        with admin_conn(source, db) as conn, conn.cursor() as cur:
+            cur.execute("RENAME TABLE a TO b")
+            cur.execute("INSERT INTO b VALUES (1000, 'after', 1000)")
+            cur.execute("UPDATE b SET v = -v WHERE id <= 10")
+            cur.execute("DELETE FROM b WHERE id BETWEEN 11 AND 20")
+            # the swap of an online schema change: the new table has a column more, other
+            # values for some rows and lacks a row of the old one
+            cur.execute("CREATE TABLE t_new (id INT PRIMARY KEY, name VARCHAR(40), v INT, "
+                        "c INT NOT NULL DEFAULT 7)")
+            cur.execute("INSERT INTO t_new (id, name, v) SELECT id, name, v FROM t "
+                        "WHERE id <> 5")
+            cur.execute("UPDATE t_new SET name = 'changed' WHERE id <= 3")
+            cur.execute("RENAME TABLE t TO t_old, t_new TO t")
+            cur.execute("DROP TABLE t_old")
+            cur.execute("INSERT INTO t (id, name, v) VALUES (500, 'new', 500)")
+            cur.execute("RENAME TABLE leaving TO gone9")  # out of the selection
+            cur.execute("ALTER TABLE b ADD COLUMN extra INT, RENAME TO c")
+            cur.execute("INSERT INTO c (id, name, v) VALUES (2000, 'last', 2000)")
+        wait_for(lambda: _equal(config, procs), 180, "verify equal after the renames")
+        report = cli("verify", "--config", str(config))
+        assert report.returncode == 0, report.stdout + report.stderr
+    finally:
+        codes = {n: stop(p, timeout=60) for n, p in procs.items()}
+    assert codes == {"capture": 0, "sink": 0}, {n: logs[n].read_text()[-3000:] for n in logs}
+
+    key = lambda i: b'{"id":%d}' % i  # noqa: E731
+    # the old names hold nothing live: a, b (renamed on to c), t_old (dropped), leaving
+    for old in ("a", "b", "t_old", "leaving"):
+        assert _live(kafka, f"{db}.{old}") == set(), old
+    assert _live(kafka, f"{db}.gone9") == set()  # not captured: no topic, or an empty one
+    c = _latest(kafka, f"{db}.c")
+    assert set(k for k, v in c.items() if v is not None) == (
+        {key(i) for i in range(1, 121) if not 11 <= i <= 20} | {key(1000), key(2000)})
+    assert b'"v":-3' in (c[key(3)] or b""), c[key(3)]
+    t = _latest(kafka, f"{db}.t")
+    assert {k for k, v in t.items() if v is not None} == (
+        {key(i) for i in range(1, 121) if i != 5} | {key(500)})
+    assert t[key(5)] is None, "the row the new table lacks is still live"
+    assert b'"name":"changed"' in (t[key(2)] or b"") and b'"c":7' in (t[key(2)] or b"")
+    text = logs["capture"].read_text()
+    assert "Traceback" not in text, text[-3000:]
+    assert re.search(rf"renamed to captured name\(s\) {db}\.b at ", text), text[-3000:]
+
+
+def test_a_kill_in_the_middle_of_a_renamed_tables_snapshot_under_writes(
+        mariadb: Any, kafka: Any, fresh_db: str, tmp_path: Path) -> None:
+    db = fresh_db
+    with admin_conn(mariadb, db) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE staged (id INT PRIMARY KEY, name VARCHAR(40), v INT)")
+        cur.executemany("INSERT INTO staged VALUES (%s, %s, %s)",
+                        [(i, f"n{i}", i) for i in range(1, 3001)])
+    # only `live` is captured: `staged` arrives by its rename, 120 chunks to read
+    config = write_pipeline(tmp_path / "p.yaml", mariadb, kafka, f"rk-{db}", f"{db}.live",
+                            source={"scan.startup.mode": "initial",
+                                    "scan.incremental.snapshot.chunk.size": 25},
+                            sink={"sink.delivery-guarantee": "exactly-once"})
+    topic = f"{db}.live"
+    logs = {"capture": tmp_path / "capture.log", "sink": tmp_path / "sink.log"}
+    procs = {n: start_command(n, config, logs[n]) for n in logs}
+    writer = _Writer(mariadb, db, "live", 3001)
+    thread = threading.Thread(target=writer.run, daemon=True)
+    try:
+        wait_for(lambda: "capture" in logs["capture"].read_text()
+                 and " starts at " in logs["capture"].read_text(), 120, "capture started")
+        with admin_conn(mariadb, db) as conn, conn.cursor() as cur:
+            cur.execute("RENAME TABLE staged TO live")
+        thread.start()  # changes to `live` while its snapshot is read
+        taken = "renamed to captured name(s)"
+        wait_for(lambda: taken in logs["capture"].read_text(), 60, "the rename taken")
+        wait_for(lambda: len(re.findall(r"snapshot chunk of \S+ read", logs["capture"]
+                                        .read_text().split(taken, 1)[1])) >= 3, 120,
+                 "chunks of the renamed table read")
+        procs["capture"].send_signal(signal.SIGKILL)
+        procs["capture"].wait(30)
+        procs["capture"] = start_command("capture", config, logs["capture"])
+        wait_for(lambda: logs["capture"].read_text().count("snapshot done") >= 2, 120,
+                 "the snapshot to finish after the kill")
+        text = logs["capture"].read_text()
+        assert text.count(taken) == 1, "the rename was taken twice"
+        assert re.search(rf"snapshot goes on at {db}\.live after key", text), text[-3000:]
+        writer.stop.set()
+        thread.join(30)
+        assert writer.error is None, writer.error
+        wait_for(lambda: _equal(config, procs), 180, "verify equal after the snapshot")
+    finally:
+        writer.stop.set()
+        codes = {n: stop(p, timeout=60) for n, p in procs.items()}
+    assert codes == {"capture": 0, "sink": 0}, {n: logs[n].read_text()[-3000:] for n in logs}
+    assert not _went_back(kafka, topic)
+    # exactly once: a key never written again with the value it already had
+    values: dict[bytes, list[bytes | None]] = {}
+    for m in sink_topic(kafka, topic):
+        values.setdefault(m.key, []).append(m.value)
+    repeated = {k: vs for k, vs in values.items()
+                if any(a is not None and a == b for a, b in pairwise(vs))}
+    assert not repeated, list(repeated.items())[:3]
+    assert len(_live(kafka, topic)) > 2500
