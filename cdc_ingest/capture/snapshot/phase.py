@@ -52,6 +52,8 @@ class SnapshotPhase:
                 readers.put(reader)
 
         plan_table, plan_after = state.table, state.after
+        # nothing to read (`initial` on a selection no table matches yet): done, not stopped
+        state.done = state.done or state.table >= len(state.tables)
         pending: deque[tuple[Chunk, Future[ChunkRows] | None]] = deque()
         progress = SnapshotProgress()
         with ThreadPoolExecutor(parallelism, "snapshot") as pool:
