@@ -21,7 +21,12 @@ from cdc_ingest.transform.rules import Rule
 from cdc_ingest.verify.diff import TopicCheck, TopicResult
 from cdc_ingest.verify.mysql import MySqlSide, RowConverter, TableShape
 from cdc_ingest.verify.report import summary_line, topic_lines
-from cdc_ingest.verify.topics import canonical_key, latest_values, schema_topic_pins
+from cdc_ingest.verify.topics import (
+    canonical_key,
+    known_tables,
+    latest_values,
+    schema_topic_pins,
+)
 from cdc_ingest.verify.values import dumps, parse
 
 log = logging.getLogger(__name__)
@@ -141,6 +146,30 @@ def _check_topic(
     return check.finish()
 
 
+def _gone_topics(defn: PipelineDef, tables: list[tuple[str, str]],
+                 checked: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The topics of captured tables MySQL no longer has (dropped, or renamed away: the
+    schema topic still names them) that no existing table is routed to: every key of those
+    tables was tombstoned, so such a topic holds no live key."""
+    kafka = client_config(defn.sink.properties)
+    existing = set(tables)
+    gone = [t for t in known_tables(kafka, defn.pipeline.schema_topic)
+            if t not in existing and defn.source.captures(*t)]
+    return {topic: [f"{name} (no longer in MySQL)" for name in names]
+            for topic, names in topics_of(defn, gone).items() if topic not in checked}
+
+
+def _check_gone(defn: PipelineDef, topic: str, tables: list[str], max_diffs: int
+                ) -> TopicResult:
+    """A topic of tables MySQL no longer has: each live key is extra."""
+    kafka = client_config(defn.sink.properties)
+    events = event_address(defn)
+    latest = latest_values(kafka, topic, events=events is not None,
+                           avro=avro_reader(defn, kafka, []))
+    return TopicCheck(topic, tuple(tables), latest, defn.sink.except_key, max_diffs, False,
+                      nulls_left_out=events is not None and events.ignores_nulls).finish()
+
+
 _BIG_DECIMAL = re.compile(r"^(?:decimal|numeric)\((\d+)")
 
 
@@ -199,19 +228,27 @@ def verify_pipeline(
     mysql = MySqlSide(connection_settings(defn.source), defn.source.connect_max_retries)
     try:
         tables = mysql.tables(defn.source.captures)
-        if not tables:
-            echo("verify: the pipeline captures no table that exists in MySQL; nothing to check")
-            return []
         shapes = {
             f"{db}.{t}": mysql.shape(db, t, defn.key_columns_for(db, t))
             for db, t in tables
         }
         results = []
-        for topic, members in topics_of(defn, tables).items():
+        checked = topics_of(defn, tables)
+        for topic, members in checked.items():
             result = _check_topic(defn, mysql, shapes, topic, members, max_diffs)
             for line in topic_lines(result):
                 echo(line)
             results.append(result)
+        for topic, members in _gone_topics(defn, tables, checked).items():
+            result = _check_gone(defn, topic, members, max_diffs)
+            if result.ok:
+                continue  # shown only when it holds live keys
+            for line in topic_lines(result):
+                echo(line)
+            results.append(result)
+        if not results:
+            echo("verify: the pipeline captures no table that exists in MySQL; nothing to check")
+            return []
         echo(summary_line(results))
         return results
     finally:

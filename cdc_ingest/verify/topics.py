@@ -29,6 +29,12 @@ def schema_topic_pins(kafka: dict[str, Any], topic: str) -> dict[tuple[str, str]
     return fold(read_topic(kafka, topic)).pins()
 
 
+def known_tables(kafka: dict[str, Any], topic: str) -> list[tuple[str, str]]:
+    """Every table the schema topic has a record of: each table the pipeline ever wrote,
+    dropped and renamed ones included."""
+    return sorted(fold(read_topic(kafka, topic)).tables)
+
+
 def _as_is(value: bytes | None) -> bytes | None:
     return value
 
