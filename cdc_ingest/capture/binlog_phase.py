@@ -155,8 +155,8 @@ class BinlogPhase:
                     self._ddl.follow(ev, self.chunk_filter)
                 if ev.ends_tx:
                     self._on_commit(ev.file, ev.pos, ev.ts)
-            if self._ddl.arrived and self._source_tx.current is None:
-                self._ddl.snapshot_arrivals(self.chunk_filter)  # raises Arrived
+                if self._ddl.arrived and self._source_tx.current is None:
+                    self._ddl.snapshot_arrivals(self.chunk_filter)  # raises Arrived
             elif isinstance(ev, Heartbeat) and self._source_tx.current is None:
                 tx.position = replace(tx.position, file=ev.file, pos=ev.pos)
             tx.maybe_commit()

@@ -110,9 +110,7 @@ def take_requests(options: CaptureOptions, start: Position, catalog: Catalog) ->
     if not wanted:
         return replace(start, signals=end)
     names = ", ".join(".".join(t) for t in wanted)
-    chunks = [c for c in (state.chunks if state is not None else []) if c[:2] not in wanted]
-    server = (state.server if state is not None else None) or catalog.server_identity()
-    state = SnapshotState(wanted, chunks=chunks, server=server, resets=list(wanted))
+    state = SnapshotState.again(state, wanted, catalog.server_identity(), resets=True)
     log.info("snapshot request(s) %s: %s snapshotted again (their keys tombstoned first), "
              "then the binlog from %s", ", ".join(r.id for r in requests), names,
              start.describe())

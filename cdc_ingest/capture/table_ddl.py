@@ -103,14 +103,10 @@ class TableDdl:
         loses their rows nor snapshots them twice."""
         tables, self.arrived = self.arrived, []
         tx = self._tx
-        current = chunk_filter.state if chunk_filter is not None else None
-        wanted = [list(t) for t in tables]
-        # other tables' chunks still filter the binlog up to their high watermarks
-        kept = [c for c in (current.chunks if current is not None else [])
-                if c[:2] not in wanted]
-        server = ((current.server if current is not None else None)
-                  or self._catalog.server_identity())
-        state = SnapshotState(wanted, chunks=kept, server=server)
+        # no reset record: the rename's own records reset the names
+        state = SnapshotState.again(chunk_filter.state if chunk_filter is not None else None,
+                                    [list(t) for t in tables],
+                                    self._catalog.server_identity(), resets=False)
         tx.position = replace(tx.position, snapshot=state.as_json())
         tx.commit(force=True)
         log.info("renamed to captured name(s) %s at %s: snapshotting them (their rows are in "

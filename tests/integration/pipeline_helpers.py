@@ -176,3 +176,23 @@ def wait_quietly(predicate: Callable[[], Any], timeout: float) -> None:
 
 def rows_of(records: list[dict[str, Any]], table: str | None = None) -> list[dict[str, Any]]:
     return [r for r in records if r["op"] != "DDL" and (table is None or r["table"] == table)]
+
+
+def kill_capture_mid_snapshot(procs: dict[str, subprocess.Popen[bytes]], config: Path,
+                              log: Path, taken: str) -> str:
+    """SIGKILL ``procs["capture"]`` once its log says ``taken`` (a request or a rename
+    taken) and 3 snapshot chunks were read after it, start it again, and wait until that
+    snapshot is done. Returns capture's log; ``taken`` must be in it once: what started the
+    snapshot is taken once, whatever the kill."""
+    wait_for(lambda: taken in log.read_text(), 60, f"{taken!r} in capture's log")
+    wait_for(lambda: len(re.findall(r"snapshot chunk of \S+ read",
+                                    log.read_text().split(taken, 1)[1])) >= 3, 120,
+             f"3 snapshot chunks read after {taken!r}")
+    procs["capture"].send_signal(signal.SIGKILL)
+    procs["capture"].wait(30)
+    procs["capture"] = start_command("capture", config, log)
+    wait_for(lambda: log.read_text().count("snapshot done") >= 2, 120,
+             "the snapshot to finish after the kill")
+    text = log.read_text()
+    assert text.count(taken) == 1, f"{taken!r} was taken twice"
+    return text

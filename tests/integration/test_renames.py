@@ -14,7 +14,6 @@ is taken once.
 from __future__ import annotations
 
 import re
-import signal
 import threading
 from itertools import pairwise
 from pathlib import Path
@@ -26,6 +25,7 @@ from tests.conftest import admin_conn
 from tests.integration.flavors import Source
 from tests.integration.pipeline_helpers import (
     cli,
+    kill_capture_mid_snapshot,
     sink_topic,
     start_command,
     stop,
@@ -144,18 +144,8 @@ def test_a_kill_in_the_middle_of_a_renamed_tables_snapshot_under_writes(
         with admin_conn(mariadb, db) as conn, conn.cursor() as cur:
             cur.execute("RENAME TABLE staged TO live")
         thread.start()  # changes to `live` while its snapshot is read
-        taken = "renamed to captured name(s)"
-        wait_for(lambda: taken in logs["capture"].read_text(), 60, "the rename taken")
-        wait_for(lambda: len(re.findall(r"snapshot chunk of \S+ read", logs["capture"]
-                                        .read_text().split(taken, 1)[1])) >= 3, 120,
-                 "chunks of the renamed table read")
-        procs["capture"].send_signal(signal.SIGKILL)
-        procs["capture"].wait(30)
-        procs["capture"] = start_command("capture", config, logs["capture"])
-        wait_for(lambda: logs["capture"].read_text().count("snapshot done") >= 2, 120,
-                 "the snapshot to finish after the kill")
-        text = logs["capture"].read_text()
-        assert text.count(taken) == 1, "the rename was taken twice"
+        text = kill_capture_mid_snapshot(procs, config, logs["capture"],
+                                         "renamed to captured name(s)")
         assert re.search(rf"snapshot goes on at {db}\.live after key", text), text[-3000:]
         writer.stop.set()
         thread.join(30)

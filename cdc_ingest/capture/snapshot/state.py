@@ -47,6 +47,18 @@ class SnapshotState:
         self.done = self.table >= len(self.tables)
 
     @classmethod
+    def again(cls, current: SnapshotState | None, tables: list[list[str]], server: str,
+              resets: bool) -> SnapshotState:
+        """A snapshot of ``tables`` as newly added tables, taken after the finished
+        ``current`` (None: none): its other tables' chunks go on filtering the binlog up to
+        their high watermarks; ``resets``: a reset record before each table's first chunk."""
+        chunks = [c for c in (current.chunks if current is not None else [])
+                  if c[:2] not in tables]
+        return cls(tables, chunks=chunks,
+                   server=(current.server if current is not None else None) or server,
+                   resets=list(tables) if resets else [])
+
+    @classmethod
     def from_json(cls, body: dict[str, Any]) -> SnapshotState:
         return cls(body["tables"], body["table"], body.get("after"), body.get("chunks") or [],
                    bool(body.get("done")), body.get("server"), body.get("rekey"),
