@@ -22,6 +22,8 @@ _ALTER = re.compile(rf"^\s*ALTER(?:\s+ONLINE)?(?:\s+IGNORE)?\s+TABLE\s+(?:IF\s+E
 _ALTER_RENAME = re.compile(
     rf"(?:^|,)\s*RENAME\s+(?:(?:TO|AS)\s+)?(?!(?:COLUMN|INDEX|KEY)\b)(?P<b>{_QUALIFIED})\s*"
     r"(?:,|$)", re.IGNORECASE)
+_DROP_DATABASE = re.compile(rf"^\s*DROP\s+(?:DATABASE|SCHEMA)\s+(?:IF\s+EXISTS\s+)?(?P<db>{_NAME})",
+                            re.IGNORECASE)
 _QUOTED = re.compile(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"")
 
 
@@ -75,6 +77,12 @@ def renames(sql: str, default_db: str) -> list[tuple[tuple[str, str], tuple[str,
             return [(_qualified(alter.group("name"), default_db),
                      _qualified(to.group("b"), default_db))]
     return []
+
+
+def dropped_database(sql: str) -> str | None:
+    """The database ``DROP DATABASE`` / ``DROP SCHEMA`` drops, with every table in it."""
+    match = _DROP_DATABASE.match(_body(sql))
+    return _unquote(match.group("db")) if match else None
 
 
 def arrivals(sql: str, default_db: str) -> list[tuple[str, str]]:

@@ -142,6 +142,12 @@ class SchemaGuard:
         key = KeySchema.from_json((self._known.get((db, table)) or {}).get("key"))
         return list(key.columns) if key is not None else None
 
+    def keyed_tables(self, db: str) -> list[tuple[str, str]]:
+        """The tables of database ``db`` whose messages the topics may hold live (a key
+        recorded: written since their last emptying)."""
+        return sorted(t for t, record in self._known.items()
+                      if t[0] == db and record.get("key") is not None)
+
     def ddl(self, db: str, table: str, sql: str, action: str, pos: str, ts_ms: int,
             arriving: bool = False) -> None:
         """A DDL statement on a captured table, read at binlog ``pos``; ``arriving``: a

@@ -1,15 +1,16 @@
 """DDL on captured tables, as the binlog phase meets it: a record to every changelog
 partition, in order with the rows around it, and the schema topic told.
 
-A statement that empties a table (TRUNCATE, DROP, CREATE OR REPLACE) makes the sink
-tombstone the table's keys. A rename empties both names it touches: the old name holds no
-table any more (its keys are tombstoned as after DROP TABLE), and the new name holds a
-table whose rows no binlog event carries. Those tables (:attr:`TableDdl.arrived`, the names
-a captured table has after the statement) are snapshotted as newly added tables from the
-position past it: :meth:`TableDdl.snapshot_arrivals` commits that position together with the
-snapshot to take and ends the binlog phase (:class:`Arrived`), and the run starts over. A
-swap (``RENAME TABLE t TO t_old, t_new TO t``, as pt-online-schema-change and gh-ost do)
-is the same two moves: ``t``'s old keys tombstoned, the table now named ``t`` written.
+A statement that empties a table (TRUNCATE, DROP, CREATE OR REPLACE; DROP DATABASE for each
+table of it the topics hold) makes the sink tombstone the table's keys. A rename empties
+both names it touches: the old name holds no table any more (its keys are tombstoned as
+after DROP TABLE), and the new name holds a table whose rows no binlog event carries. Those
+tables (:attr:`TableDdl.arrived`, the names a captured table has after the statement) are
+snapshotted as newly added tables from the position past it:
+:meth:`TableDdl.snapshot_arrivals` commits that position together with the snapshot to take
+and ends the binlog phase (:class:`Arrived`), and the run starts over. A swap (``RENAME
+TABLE t TO t_old, t_new TO t``, as pt-online-schema-change and gh-ost do) is the same two
+moves: ``t``'s old keys tombstoned, the table now named ``t`` written.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import replace
 
 from cdc_ingest.capture.binlog_schema import TableSchema
 from cdc_ingest.capture.context import CaptureContext
-from cdc_ingest.capture.ddl import action_of, arrivals, tables_of
+from cdc_ingest.capture.ddl import action_of, arrivals, dropped_database, tables_of
 from cdc_ingest.capture.events import Ddl
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.snapshot.state import SnapshotState
@@ -73,7 +74,10 @@ class TableDdl:
         if action == "rename":
             self.arrived += [t for t in arrivals(ev.sql, ev.db)
                              if self._captured(*t) and t not in self.arrived]
-        for db, table in tables_of(ev.sql, ev.db):
+        # DROP DATABASE names no table: it drops every table of it the topics hold
+        dropped = dropped_database(ev.sql)
+        names = self._guard.keyed_tables(dropped) if dropped else tables_of(ev.sql, ev.db)
+        for db, table in names:
             self._catalog.forget(db, table)
             if not self._captured(db, table):
                 continue

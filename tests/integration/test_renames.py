@@ -164,3 +164,37 @@ def test_a_kill_in_the_middle_of_a_renamed_tables_snapshot_under_writes(
                 if any(a is not None and a == b for a, b in pairwise(vs))}
     assert not repeated, list(repeated.items())[:3]
     assert len(_live(kafka, topic)) > 2500
+
+
+def test_drop_database_tombstones_every_table_of_it(
+        source: Source, kafka: Any, tmp_path: Path) -> None:
+    # a database of its own, dropped by the test itself (fresh_source_db would drop it too)
+    db = f"t_dropdb_{tmp_path.name[-12:].replace('-', '_')}"
+    with admin_conn(source) as conn, conn.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS `{db}`")
+        cur.execute(f"CREATE DATABASE `{db}`")
+        for name in ("x", "y"):
+            cur.execute(f"CREATE TABLE `{db}`.{name} (id INT PRIMARY KEY, v INT)")
+            cur.executemany(f"INSERT INTO `{db}`.{name} VALUES (%s, %s)",
+                            [(i, i) for i in range(1, 31)])
+    config = write_pipeline(tmp_path / "p.yaml", source, kafka, f"dd-{db}", f"{db}.[a-z]+",
+                            source={"scan.startup.mode": "initial"})
+    logs = {"capture": tmp_path / "capture.log", "sink": tmp_path / "sink.log"}
+    procs = {n: start_command(n, config, logs[n]) for n in logs}
+    try:
+        wait_for(lambda: _equal(config, procs), 180, "the first snapshot in the topics")
+        with admin_conn(source) as conn, conn.cursor() as cur:
+            cur.execute(f"INSERT INTO `{db}`.y VALUES (100, 100)")
+            cur.execute(f"DROP DATABASE `{db}`")
+        wait_for(lambda: not _live(kafka, f"{db}.x") and not _live(kafka, f"{db}.y"), 120,
+                 "every key of the dropped database tombstoned")
+        report = cli("verify", "--config", str(config))
+        assert report.returncode == 0, report.stdout + report.stderr
+    finally:
+        codes = {n: stop(p, timeout=60) for n, p in procs.items()}
+    assert codes == {"capture": 0, "sink": 0}, {n: logs[n].read_text()[-3000:] for n in logs}
+    y = _latest(kafka, f"{db}.y")
+    # the insert just before the drop: written then tombstoned, or (read once the database
+    # was gone, its key unknown) not written at all
+    assert set(y) - {b'{"id":100}'} == {b'{"id":%d}' % i for i in range(1, 31)}, y
+    assert not any(y.values()), y

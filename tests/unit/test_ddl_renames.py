@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc_ingest.capture.ddl import action_of, arrivals, renames, tables_of
+from cdc_ingest.capture.ddl import action_of, arrivals, dropped_database, renames, tables_of
 
 
 @pytest.mark.parametrize(("sql", "pairs"), [
@@ -47,3 +47,14 @@ def test_alter_rename_is_a_rename_and_other_alters_are_not() -> None:
     assert action_of("ALTER TABLE a ADD COLUMN c INT, RENAME TO b") == "rename"
     assert action_of("ALTER TABLE a RENAME COLUMN x TO y") == "alter"
     assert tables_of("ALTER TABLE a RENAME TO b", "db") == [("db", "a"), ("db", "b")]
+
+
+@pytest.mark.parametrize(("sql", "db"), [
+    ("DROP DATABASE shop", "shop"),
+    ("drop schema if exists `my db`", "my db"),
+    ("/* x */ DROP DATABASE `a``b`", "a`b"),
+    ("DROP TABLE shop", None),
+    ("CREATE DATABASE shop", None),
+])
+def test_drop_database_names_the_database_it_drops(sql: str, db: str | None) -> None:
+    assert dropped_database(sql) == db
