@@ -61,12 +61,12 @@ from pipeline import (
     sink_batches,
 )
 
-from cdc_ingest.change_events.avro import unframe
+from cdc_ingest.formats.avro_schemas import unframe
+from cdc_ingest.formats.upsert_avro import AvroSettings, AvroSinkSerde
+from cdc_ingest.formats.upsert_json import SinkMessage, SinkSerde
 from cdc_ingest.registry import RegistryConfig
 from cdc_ingest.services import SchemaRegistry
 from cdc_ingest.services._process import read_pid
-from cdc_ingest.sink.avro_serde import AvroSettings, AvroSinkSerde
-from cdc_ingest.sink.serde import SinkMessage, SinkSerde
 
 log = logging.getLogger("benchmarks.avro_sink")
 

@@ -45,7 +45,7 @@ from capture import make_workload
 from compare import rows_for
 from pipeline import PARALLELISM, Settings, run_throughput
 
-from cdc_ingest.cache import cache_dir
+from cdc_ingest.download_cache import cache_dir
 
 log = logging.getLogger("benchmarks.read_path")
 ARMS = ("spark source", "librdkafka")

@@ -16,7 +16,7 @@ import statistics
 import time
 from pathlib import Path
 
-from cdc_ingest.sink.serde import SinkSerde
+from cdc_ingest.formats.upsert_json import SinkSerde
 from cdc_ingest.transform.rules import RuleSpec
 
 CASES: dict[str, tuple[RuleSpec, ...]] = {

@@ -88,7 +88,7 @@ from tx_visibility import measure_visibility
 
 from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.kafka.consumer import PartitionReader
-from cdc_ingest.sink.tx_metadata import TxMetadataWriter
+from cdc_ingest.sink.driver.metadata_writer import TxMetadataWriter
 
 log = logging.getLogger("benchmarks.tx_metadata")
 
@@ -728,16 +728,17 @@ OLD_WRITER_REF = "0adf411"
 
 def writer_class(ref: str | None) -> Any:
     """``TxMetadataWriter`` of this checkout (None), or of commit ``ref``'s
-    cdc_ingest/sink/tx_metadata.py loaded from git into a module of its own (it imports the
-    package's kafka helpers of this checkout; ``first_offset`` and ``read_topic(settled=)``,
+    cdc_ingest/sink/driver/metadata_writer.py loaded from git into a module of its own (it imports
+    the package's kafka helpers of this checkout; ``first_offset`` and ``read_topic(settled=)``,
     which the old writer calls, are unchanged)."""
     if ref is None:
         return TxMetadataWriter
-    path = f"{ref}:cdc_ingest/sink/tx_metadata.py"
+    path = f"{ref}:cdc_ingest/sink/driver/metadata_writer.py"
     source = subprocess.run(["git", "-C", str(REPO), "show", path], capture_output=True,
                             text=True, check=True, timeout=60).stdout
     module = types.ModuleType(f"tx_metadata_at_{ref}")
-    exec(compile(source, f"{ref}:cdc_ingest/sink/tx_metadata.py", "exec"), module.__dict__)
+    where = f"{ref}:cdc_ingest/sink/driver/metadata_writer.py"
+    exec(compile(source, where, "exec"), module.__dict__)
     return module.TxMetadataWriter
 
 
@@ -782,7 +783,8 @@ def catch_up_probe(bootstrap: str, parts_topic: str, calls: int,
         for future in admin.delete_topics([state, meta]).values():
             future.result(30)
     out = {
-        "writer": f"cdc_ingest/sink/tx_metadata.py at {ref}" if ref else "this checkout's",
+        "writer": (f"cdc_ingest/sink/driver/metadata_writer.py at {ref}" if ref
+                   else "this checkout's"),
         "start_reads_every_part": ref is None,
         "parts_topic": parts_topic,
         "start_s": start_s,

@@ -103,17 +103,17 @@ def sink(config_path: Path, master: str | None) -> None:
     received = hold_stop_signals()
     import threading
 
-    from cdc_ingest.sink.spark import SessionLaunch, is_local
+    from cdc_ingest.sink.runtime.session import SessionLaunch, is_local
 
     # Spark's JVM first, in a thread: it starts while the pipeline file is read and Kafka is
-    # asked (sink/startup.py). If this process exits first, the JVM sees its input end and
+    # asked (sink/driver/startup.py). If this process exits first, the JVM sees its input end and
     # exits too (pyspark's gateway). A cluster's application gets the pipeline's name, so
     # its session starts once the file is read.
     launch = SessionLaunch("cdc-ingest-sink", master) if is_local(master) else None
 
     from cdc_ingest import metrics
     from cdc_ingest.config import load_pipeline
-    from cdc_ingest.sink.job import install_signal_handlers, run_sink
+    from cdc_ingest.sink.driver.query import install_signal_handlers, run_sink
 
     defn = load_pipeline(config_path)
     stop_event = threading.Event()
@@ -121,8 +121,7 @@ def sink(config_path: Path, master: str | None) -> None:
     if _stopped_while_starting(received, "the sink"):
         return
     metrics.serve(defn.pipeline.metrics_port)
-    run_sink(defn, master=master, stop_event=stop_event, on_batch=metrics.record_sink_batch,
-             launch=launch)
+    run_sink(defn, master=master, stop_event=stop_event, launch=launch)
 
 
 @cli.command()

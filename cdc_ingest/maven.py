@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from cdc_ingest.cache import cache_dir, file_lock
+from cdc_ingest.download_cache import cache_dir, file_lock
 from cdc_ingest.errors import CdcIngestError
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Any
+from collections.abc import Iterable
+from typing import Protocol
 
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
@@ -46,17 +47,29 @@ def serve(port: int | None) -> None:
         log.info("metrics on http://%s:%d/metrics", addr, port)
 
 
-def record_sink_batch(batch_id: int, results: list[dict[str, Any]]) -> None:
-    """Fold one foreachBatch's per-partition counters into the metrics."""
+class SinkWrites(Protocol):
+    """A sink writer's counters (cdc_ingest.sink.task.record_loop.Counters)."""
+
+    rows_in: int
+    rows_out: int
+    bytes_out: int
+    per_table: dict[str, int]
+    commit_ms: float
+    max_event_ts_ms: int
+
+
+def record_sink_writes(results: Iterable[SinkWrites]) -> None:
+    """Fold the sink writers' counters (one per changelog partition, a Spark batch's or the
+    head start's) into the metrics."""
     newest = 0
     for r in results:
-        NUM_RECORDS_IN.labels("sink").inc(r.get("rows_in", 0))
-        NUM_RECORDS_OUT.labels("sink").inc(r.get("rows_out", 0))
-        NUM_BYTES_OUT.labels("sink").inc(r.get("bytes_out", 0))
-        for table, count in (r.get("per_table") or {}).items():
+        NUM_RECORDS_IN.labels("sink").inc(r.rows_in)
+        NUM_RECORDS_OUT.labels("sink").inc(r.rows_out)
+        NUM_BYTES_OUT.labels("sink").inc(r.bytes_out)
+        for table, count in r.per_table.items():
             TABLE_RECORDS_OUT.labels("sink", table).inc(count)
-        if r.get("commit_ms"):
-            COMMIT_TIME.labels("sink").observe(r["commit_ms"] / 1000)
-        newest = max(newest, int(r.get("max_event_ts_ms") or 0))
+        if r.commit_ms:
+            COMMIT_TIME.labels("sink").observe(r.commit_ms / 1000)
+        newest = max(newest, r.max_event_ts_ms)
     if newest:
         EMIT_LAG.labels("sink").set(max(0.0, time.time() * 1000 - newest))

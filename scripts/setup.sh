@@ -46,7 +46,7 @@ echo "setup: Kafka jars" >&2
 
 echo "setup: Spark Kafka connector jars, and the sink JVM's class-data sharing archive" \
      "(once: about 30 s)" >&2
-"$PYTHON" -m cdc_ingest.sink.spark fetch >/dev/null
+"$PYTHON" -m cdc_ingest.sink.runtime.session fetch >/dev/null
 
 # PyFlink for the Flink read-back tests (tests/integration/test_flink_*readback.py): apache-flink
 # pins its own pyarrow/pandas/numpy/apache-beam, which would break PySpark's, so it goes into
@@ -65,7 +65,7 @@ fi
 
 echo "setup: MySQL 9.7 root (once: debootstrap sid + apt-get, about a minute)" >&2
 # debootstrap and chroot need root; the cache is resolved before sudo drops the environment.
-cache="$("$PYTHON" -c 'from cdc_ingest.cache import cache_dir; print(cache_dir())')"
+cache="$("$PYTHON" -c 'from cdc_ingest.download_cache import cache_dir; print(cache_dir())')"
 "${sudo[@]}" env CDC_INGEST_CACHE="$cache" "$(command -v "$PYTHON")" \
   -m cdc_ingest.services fetch mysql >/dev/null
 

@@ -37,7 +37,7 @@ import pymysql
 import pytest
 
 from cdc_ingest.services import KafkaBroker, MariaDB, MariaDB118, MySQL, SchemaRegistry
-from cdc_ingest.sink.writer import close_clients
+from cdc_ingest.sink.task.writer import close_clients
 from tests.integration.flavors import FLAVORS, Source
 
 INTEGRATION_DIR = Path(__file__).parent / "integration"

@@ -24,7 +24,6 @@ from cdc_ingest.capture.binlog_schema import TableSchema
 from cdc_ingest.capture.context import CaptureContext, Done, RekeyRequested, TablesArrived
 from cdc_ingest.capture.encode import KEEP_ALL, KEEP_NEW, KEEP_OLD, Encoders, KeyPlan
 from cdc_ingest.capture.events import Ddl, Heartbeat, Rows, TxBegin, TxCommit
-from cdc_ingest.capture.flinktypes import typed_from_binlog
 from cdc_ingest.capture.key_schema import of_binlog
 from cdc_ingest.capture.progress import Progress
 from cdc_ingest.capture.resume import Transactions, same_server
@@ -33,6 +32,7 @@ from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.socket_reader import ReadStopped
 from cdc_ingest.capture.table_ddl import Arrived, TableDdl
 from cdc_ingest.capture.tx_marks import TxMarks
+from cdc_ingest.capture.typed_layout import typed_from_binlog
 from cdc_ingest.errors import SourceUnavailable
 from cdc_ingest.model import Position
 from cdc_ingest.mysql.connection import retry_delay
@@ -224,7 +224,7 @@ class BinlogPhase:
     def _on_layout(self, schema: TableSchema, where: str) -> str:
         """The first rows of a table layout (after a start, or a DDL), at binlog ``where``:
         the schema topic records it, or capture stops when its key is not the one the topics
-        hold. Returns the id of its typed layout (capture/flinktypes.py)."""
+        hold. Returns the id of its typed layout (capture/typed_layout.py)."""
         key, layout = of_binlog(schema)
         typed = typed_from_binlog(layout, schema.columns,
                                   self._catalog.columns(schema.db, schema.table),

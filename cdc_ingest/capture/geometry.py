@@ -3,7 +3,7 @@
 The text is ``{"coordinates":...,"type":"Point","srid":0}``, the form Flink CDC's MySQL
 pipeline connector emits, so downstream readers of either tool see the same thing: its
 coordinates as Esri's GeoJSON writer and Jackson spell them (``[1,1]``, ``[1.5,-2.25]``,
-``1.0E-5``; cdc_ingest.model.javatext).
+``1.0E-5``; cdc_ingest.model.java_numbers).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from cdc_ingest.model.javatext import geojson_text
+from cdc_ingest.model.java_numbers import geojson_text
 
 _NAMES = {
     1: "Point",

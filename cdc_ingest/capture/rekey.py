@@ -16,7 +16,7 @@ ones, never both and never neither, and every key's changes stay in order
    table's cutover partition) after a ``rekey-cut`` record. The binlog waits meanwhile.
 3. **end**: a ``rekey-end`` record closes those rows. The sink task of the cutover partition
    writes, in ONE transaction, a tombstone for every live key of the table and every row
-   between the cut and the end (sink/rekey.py). Capture waits until the sink has passed the
+   between the cut and the end (sink/task/rekey.py). Capture waits until the sink has passed the
    end, then reads the binlog again from P: changes of the table its chunks already hold are
    dropped (ChunkFilter), later ones go to their keys' partitions as always.
 

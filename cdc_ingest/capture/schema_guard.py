@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from cdc_ingest.capture.flinktypes import Typed, layout_id
 from cdc_ingest.capture.key_schema import KeySchema, Layout
+from cdc_ingest.capture.typed_layout import Typed, layout_id
 from cdc_ingest.errors import SchemaChangeStopped
 from cdc_ingest.kafka import read_topic
 from cdc_ingest.model.changelog import EMPTIES_TABLE

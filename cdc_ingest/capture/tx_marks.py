@@ -6,7 +6,7 @@ Per MySQL transaction that wrote rows of captured tables: each rows event's ``ta
 it), and at the transaction's end one ``TX`` record for every changelog partition, written
 after its last row and before the position that passes it, in the same capture transaction.
 The sink counts what it wrote per transaction and knows a transaction is whole once every
-partition's task has passed its ``TX`` record (sink/tx_parts.py).
+partition's task has passed its ``TX`` record (sink/task/metadata_parts.py).
 
 Counting starts at the transaction's first rows event and is rebuilt when capture resumes
 inside a transaction: the binlog is read again from the transaction's start (resume.py), so

@@ -24,10 +24,10 @@ from typing import Any
 import click
 import pymysql
 
-from cdc_ingest.change_events.avro_reader import AvroReader, shown
 from cdc_ingest.config import load_pipeline
 from cdc_ingest.errors import CdcIngestError
 from cdc_ingest.kafka import read_topic
+from cdc_ingest.registry.avro_reader import AvroReader, shown
 from cdc_ingest.services import KafkaBroker, MariaDB, SchemaRegistry, cache_dir
 from cdc_ingest.verify.mysql import TableShape
 from cdc_ingest.verify.run import avro_reader

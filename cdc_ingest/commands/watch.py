@@ -6,12 +6,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from cdc_ingest.change_events.avro_reader import AvroReader, shown
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.kafka import client_config
 from cdc_ingest.kafka.consumer import Message
 from cdc_ingest.kafka.follow import follow_topics
 from cdc_ingest.mysql import connection_settings
+from cdc_ingest.registry.avro_reader import AvroReader, shown
 from cdc_ingest.transactions import Item, Standalone, TransactionReader, TxMessage
 from cdc_ingest.transactions.pipeline import metadata_topic_of
 from cdc_ingest.verify.mysql import MySqlSide

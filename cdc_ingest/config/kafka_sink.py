@@ -1,7 +1,7 @@
 """``sink: type: kafka`` - Flink CDC's Kafka pipeline sink: one change event per row change.
 
 The options and their defaults are Flink CDC's (``KafkaDataSinkOptions``); what the records
-look like is in docs/output-contract.md ("type: kafka") and cdc_ingest/sink/events.py.
+look like is in docs/output-contract.md ("type: kafka") and cdc_ingest/formats/change_events.py.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from cdc_ingest.config.sink import KafkaSinkBase, SinkType
 from cdc_ingest.config.sink_problems import property_problems
 from cdc_ingest.config.types import FrozenDict, choice
 from cdc_ingest.errors import ConfigError
+from cdc_ingest.formats.event_routing import EventOptions
 from cdc_ingest.routing.selectors import table_id_selector
 
 
@@ -183,6 +184,20 @@ class KafkaSinkDef(KafkaSinkBase):
     def typed(self) -> bool:
         """Whether the events need each row's column types."""
         return self.debezium_json_include_schema_enabled or self.iso_values or self.iso_keys
+
+    def event_options(self) -> EventOptions:
+        """What the change events' format needs of this block (picklable)."""
+        canal = self.value_format is ValueFormat.CANAL_JSON
+        return EventOptions(
+            value_format=str(self.value_format.value), key_format=str(self.key_format.value),
+            topic=self.topic or None, mapping=tuple(self.sink_table_id_to_topic_mapping.items()),
+            all_to_zero=str(self.partition_strategy.value) == "all-to-zero",
+            custom_headers=tuple(self.sink_custom_header.items()),
+            value_ignore_nulls=(self.canal_json_encode_ignore_null_fields if canal
+                                else self.debezium_json_encode_ignore_null_fields),
+            key_ignore_nulls=self.json_encode_ignore_null_fields,
+            include_schema=self.debezium_json_include_schema_enabled,
+            iso_values=self.iso_values, iso_keys=self.iso_keys)
 
     @model_validator(mode="after")
     def _consistent(self) -> KafkaSinkDef:

@@ -1,6 +1,6 @@
 """One partition's offsets ``[start, end)``, read read_committed to exactly that end.
 
-What a sink task reads (sink/range_read.py, decision 0016): ``end`` was at most the partition's
+What a sink task reads (sink/task/range_read.py, decision 0016): ``end`` was at most the partition's
 last stable offset when the range was planned, so every record below it is decided; aborted
 records and transaction markers are never returned, and nothing at or past ``end`` is. Records
 come in batches of plain lists (offsets, keys, values), no object kept per record.

@@ -143,7 +143,7 @@ class FullRecord(msgspec.Struct):
     after: msgspec.Raw
     ts_ms: int
     pos: str = ""
-    layout: str | None = None  # the typed layout id (capture/flinktypes.py)
+    layout: str | None = None  # the typed layout id (capture/typed_layout.py)
 
 
 class ColumnsRecord(msgspec.Struct):

@@ -1,6 +1,6 @@
-"""Flink CDC's type names as a typed layout spells them (capture/flinktypes.py), taken apart;
+"""Flink CDC's type names as a typed layout spells them (capture/typed_layout.py), taken apart;
 and the byte form Java gives a DECIMAL's unscaled value. Shared by the Kafka Connect schema
-block (sink/connect_schema.py) and the Avro format (change_events/avro.py)."""
+block (formats/connect_schema.py) and the Avro format (formats/avro_schemas.py)."""
 
 from __future__ import annotations
 

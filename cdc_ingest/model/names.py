@@ -27,7 +27,8 @@ def signal_topic(prefix: str) -> str:
 
 def tx_parts_topic(prefix: str) -> str:
     """What the sink's transactions wrote per MySQL transaction (transaction metadata,
-    sink/tx_parts.py), read by the driver, which writes BEGIN and END (sink/tx_metadata.py)."""
+    sink/task/metadata_parts.py), read by the driver, which writes BEGIN and END
+    (sink/driver/metadata_writer.py)."""
     return f"{prefix}.tx-parts"
 
 

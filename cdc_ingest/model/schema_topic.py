@@ -29,7 +29,7 @@ TableId = tuple[str, str]
 
 
 class TypedColumn(TypedDict):
-    """A column of a typed layout: Flink CDC's type of it, as capture/flinktypes.py maps it."""
+    """A column of a typed layout: Flink CDC's type of it, as capture/typed_layout.py maps it."""
 
     name: str
     type: str

@@ -7,7 +7,7 @@ plain processes.
 tests use them through ``tests/conftest.py``.
 """
 
-from cdc_ingest.cache import cache_dir
+from cdc_ingest.download_cache import cache_dir
 from cdc_ingest.services._process import ServiceError
 from cdc_ingest.services.kafka import KafkaBroker, fetch_jars
 from cdc_ingest.services.mariadb import MariaDB

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from cdc_ingest.cache import cache_dir
+from cdc_ingest.download_cache import cache_dir
 from cdc_ingest.services._process import ServiceError
 from cdc_ingest.services.kafka import KafkaBroker, fetch_jars
 from cdc_ingest.services.mariadb import MariaDB

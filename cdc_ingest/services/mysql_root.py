@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from cdc_ingest.cache import cache_dir, file_lock
+from cdc_ingest.download_cache import cache_dir, file_lock
 from cdc_ingest.services._process import ServiceError, run_checked
 
 log = logging.getLogger(__name__)

@@ -34,7 +34,7 @@ import zipfile
 from pathlib import Path
 
 from cdc_ingest import maven
-from cdc_ingest.cache import cache_dir, file_lock
+from cdc_ingest.download_cache import cache_dir, file_lock
 from cdc_ingest.services._process import (
     LOCALHOST,
     ServiceError,

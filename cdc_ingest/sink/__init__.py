@@ -1,6 +1,8 @@
 """The sink: changelog topic -> sink topics (docs/architecture.md).
 
-``job`` is the Spark Structured Streaming query and ``spark`` its session and connector jars,
-the only modules that import pyspark; ``writer`` and ``serde`` run inside its tasks. Nothing is
-imported here, so using the writer or serde alone does not load pyspark.
+Four rooms: ``runtime`` (Spark, the JVM, shipping to executors), ``driver`` (the query and
+what runs beside it), ``task`` (one changelog partition's range -> sink topics) and, at this
+level, ``settings`` (what a task needs, built on the driver) and ``transaction`` (the owner of
+the sink's Kafka transactions). The message formats live in ``cdc_ingest.formats``. Nothing is
+imported here, so using the writer or a format alone does not load pyspark.
 """

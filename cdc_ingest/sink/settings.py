@@ -1,22 +1,29 @@
-"""What a sink task needs, built once on the driver from the pipeline definition; picklable.
-
-Tasks import this module, not the config models (pydantic): those are the driver's.
+"""What a sink task needs, built once on the driver from the pipeline definition
+(sink/driver/task_settings.py); picklable. Imports no config model (pydantic): those are the
+driver's, and a task never loads them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from cdc_ingest.change_events.address import EventOptions, event_options
-from cdc_ingest.kafka import client_config
-from cdc_ingest.model.names import sink_transactional_id, tx_parts_topic
+from cdc_ingest.formats.event_routing import EventOptions
+from cdc_ingest.model.names import sink_transactional_id
+from cdc_ingest.registry.avro_subjects import AvroSettings
 from cdc_ingest.routing.routes import Router
-from cdc_ingest.sink.avro_registry import AvroSettings
 from cdc_ingest.transform.rules import RuleSpec
 
-if TYPE_CHECKING:
-    from cdc_ingest.config import PipelineDef
+
+@dataclass(frozen=True)
+class UpsertFormat:
+    """``sink.type: upsert-kafka``: how keys and values are written (picklable)."""
+
+    except_key: bool = False  # value.fields-include: EXCEPT_KEY
+    # key.json.encoding: jackson (upsert keys as Flink's json format spells them)
+    jackson_keys: bool = False
+    # key/value.format: avro-confluent (cdc_ingest.formats.upsert_avro); None: both json
+    avro: AvroSettings | None = None
 
 
 @dataclass(frozen=True)
@@ -29,7 +36,9 @@ class SinkSettings:
     transactional_id_prefix: str
     guarantee: str
     router: Router
-    except_key: bool
+    # upsert-kafka's options, or (sink.type: kafka) Flink CDC's change events'
+    # (cdc_ingest.formats.change_events)
+    format: UpsertFormat | EventOptions
     with_headers: bool
     buffer_max_rows: int
     buffer_interval_s: float
@@ -41,23 +50,24 @@ class SinkSettings:
     max_tx_seconds: float = 10.0
     # rows of a task's first transaction in the sink's first batch, each next one FIRST_GROWTH
     # times larger up to max_tx_rows: with a backlog, the first changes are visible without
-    # waiting for a full-size transaction (sink/chunks.py); None: every one max_tx_rows
+    # waiting for a full-size transaction (sink/task/record_loop.py); None: every one
+    # max_tx_rows
     first_tx_rows: int | None = None
     # message.max.bytes of the sink's producers and max.message.bytes of the topics it
     # creates: the changelog topic's (cdc_ingest.kafka.limits)
     max_message_bytes: int = 1 << 20
-    dead_letter_topic: str | None = None  # sink.dead-letter.topic (cdc_ingest.sink.produce)
-    # sink.type: kafka (Flink CDC's change events, cdc_ingest.sink.events); None: upsert-kafka
-    events: EventOptions | None = None
-    # transform: rules (cdc_ingest.transform.records), applied before either serde
+    dead_letter_topic: str | None = None  # sink.dead-letter.topic (sink/task/produce.py)
+    # transform: rules (cdc_ingest.transform.records), applied before either format
     transforms: tuple[RuleSpec, ...] = ()
-    # key.json.encoding: jackson (upsert keys as Flink's json format spells them)
-    jackson_keys: bool = False
-    # key/value.format: avro-confluent (cdc_ingest.sink.avro_serde); None: both json
-    avro: AvroSettings | None = None
     # sink.transaction-metadata.topic is set: each sink transaction also writes a part record
-    # here (sink/tx_parts.py; None: metadata off)
+    # here (sink/task/metadata_parts.py; None: metadata off)
     tx_parts_topic: str | None = None
+    schema_topic: str = ""  # the typed layouts (sink/task/layouts.py)
+
+    @property
+    def events(self) -> EventOptions | None:
+        """The change events' options (``sink.type: kafka``), or None (upsert-kafka)."""
+        return self.format if isinstance(self.format, EventOptions) else None
 
     def producer_config(self) -> dict[str, Any]:
         return {"message.max.bytes": self.max_message_bytes, **self.kafka}
@@ -66,45 +76,4 @@ class SinkSettings:
         return sink_transactional_id(self.transactional_id_prefix, partition)
 
 
-def sink_settings(defn: PipelineDef) -> SinkSettings:
-    sink = defn.sink
-    return SinkSettings(
-        kafka=client_config(sink.properties),
-        changelog_topic=defn.pipeline.changelog_topic,
-        group_id=defn.sink_group_id,
-        transactional_id_prefix=defn.transactional_id_prefix,
-        guarantee=str(sink.sink_delivery_guarantee.value),
-        router=defn.router(),
-        except_key=sink.except_key,
-        with_headers=sink.sink_add_table_id_to_header_enabled,
-        buffer_max_rows=sink.buffer_flush_max_rows,
-        buffer_interval_s=sink.buffer_flush_seconds,
-        topic_partitions=sink.topic_partitions,
-        topic_replication=sink.topic_replication_factor,
-        dead_letter_topic=sink.sink_dead_letter_topic,
-        events=event_options(defn),
-        transforms=tuple(rule.spec(defn.source.metadata_list) for rule in defn.transforms),
-        jackson_keys=getattr(sink, "jackson_keys", False),
-        avro=_avro(defn),
-        tx_parts_topic=(tx_parts_topic(defn.transactional_id_prefix)
-                        if getattr(sink, "sink_transaction_metadata_topic", None) else None),
-    )
-
-
-def _avro(defn: PipelineDef) -> AvroSettings | None:
-    sink = defn.sink
-    key = getattr(sink, "key_avro_confluent", None) if getattr(sink, "avro_key", False) \
-        else None
-    value = getattr(sink, "value_avro_confluent", None) \
-        if getattr(sink, "avro_value", False) else None
-    if key is None and value is None:
-        return None
-    return AvroSettings(
-        kafka=client_config(sink.properties), schema_topic=defn.pipeline.schema_topic,
-        key=key.registry_config() if key is not None else None,
-        value=value.registry_config() if value is not None else None,
-        key_subject=key.subject if key is not None else None,
-        value_subject=value.subject if value is not None else None)
-
-
-__all__ = ["SinkSettings", "sink_settings"]
+__all__ = ["SinkSettings", "UpsertFormat"]

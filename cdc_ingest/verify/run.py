@@ -9,13 +9,14 @@ from collections.abc import Callable
 from typing import Any
 
 from cdc_ingest import exit_codes
-from cdc_ingest.change_events.address import EventAddress, event_options
-from cdc_ingest.change_events.avro_reader import AvroReader
 from cdc_ingest.config import PipelineDef
+from cdc_ingest.config.kafka_sink import KafkaSinkDef
 from cdc_ingest.config.sink import UpsertKafkaSinkDef
 from cdc_ingest.errors import CdcIngestError, SourceError
+from cdc_ingest.formats.event_routing import EventAddress
 from cdc_ingest.kafka import client_config
 from cdc_ingest.mysql import connection_settings
+from cdc_ingest.registry.avro_reader import AvroReader
 from cdc_ingest.transform.functions import EvaluationError
 from cdc_ingest.transform.rules import Rule
 from cdc_ingest.verify.diff import TopicCheck, TopicResult
@@ -53,10 +54,9 @@ def topics_of(defn: PipelineDef, tables: list[tuple[str, str]]) -> dict[str, lis
 
 def event_address(defn: PipelineDef) -> EventAddress | None:
     """``sink.type: kafka``: what spells the change events' keys; None for upsert-kafka."""
-    options = event_options(defn)
-    if options is None:
+    if not isinstance(defn.sink, KafkaSinkDef):
         return None
-    return EventAddress(defn.router(), options, False)
+    return EventAddress(defn.router(), defn.sink.event_options(), False)
 
 
 def _expected_key(events: EventAddress | None, name: str, topic: str, key: bytes,

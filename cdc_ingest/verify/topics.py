@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from cdc_ingest.change_events.avro_reader import AvroReader, AvroReadError
-from cdc_ingest.change_events.readback import row_image
+from cdc_ingest.formats.event_readback import row_image
 from cdc_ingest.kafka import TopicAdmin, read_topic
 from cdc_ingest.model.schema_topic import fold
+from cdc_ingest.registry.avro_reader import AvroReader, AvroReadError
 from cdc_ingest.verify.values import dumps, parse
 
 log = logging.getLogger(__name__)

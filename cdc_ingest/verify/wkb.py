@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from cdc_ingest.model.javatext import geojson_text
+from cdc_ingest.model.java_numbers import geojson_text
 
 _TYPES = {1: "Point", 2: "LineString", 3: "Polygon", 4: "MultiPoint", 5: "MultiLineString",
           6: "MultiPolygon", 7: "GeometryCollection"}

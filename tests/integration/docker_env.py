@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cdc_ingest.cache import cache_dir, file_lock
+from cdc_ingest.download_cache import cache_dir, file_lock
 from cdc_ingest.services.mysql_root import (
     APT_NO_VALID_UNTIL,
     MYSQL_ROOT,

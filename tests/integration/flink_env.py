@@ -37,7 +37,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from cdc_ingest.cache import cache_dir, file_lock
+from cdc_ingest.download_cache import cache_dir, file_lock
 from cdc_ingest.maven import fetch_jars
 
 FLINK_VERSION = "2.0.2"  # apache-flink on PyPI (Python 3.9-3.12)

@@ -14,16 +14,16 @@ import sys
 import time
 from pathlib import Path
 
-from cdc_ingest.cache import cache_dir
-from cdc_ingest.sink import cds
-from cdc_ingest.sink.spark import fetch_spark_kafka_jars
+from cdc_ingest.download_cache import cache_dir
+from cdc_ingest.sink.runtime import class_data_sharing as cds
+from cdc_ingest.sink.runtime.session import fetch_spark_kafka_jars
 
 # the sink's part in it, as run_sink does it: the session's options, then the first batch
 SINK = """
 import logging, sys, time
 from pathlib import Path
 logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-from cdc_ingest.sink import cds
+from cdc_ingest.sink.runtime import class_data_sharing as cds
 jars = [Path(p) for p in sys.argv[1:]]
 assert cds.java_options(jars) == []
 cds.after_first_batch(None)(0, [])
@@ -33,7 +33,7 @@ time.sleep(600)
 
 # a sink's next start: its driver JVM logs where each class came from
 NEXT_START = """
-from cdc_ingest.sink.spark import spark_session
+from cdc_ingest.sink.runtime.session import spark_session
 spark = spark_session("cds-check")
 assert spark.range(3).count() == 3
 spark.stop()
@@ -65,9 +65,9 @@ def test_a_sink_without_the_archive_builds_it_in_the_background(tmp_path: Path) 
     finally:
         os.environ.pop("CDC_INGEST_CACHE")
         assert cache_dir() != cache
-    assert f"WARNING cdc_ingest.sink.cds: no class-data sharing archive for the sink's JVM " \
+    assert f"WARNING cdc_ingest.sink.runtime.class_data_sharing: no class-data sharing archive for the sink's JVM " \
            f"yet ({archive}), so this start is slower" in said, said
-    assert "python -m cdc_ingest.sink.spark fetch" in said
+    assert "python -m cdc_ingest.sink.runtime.session fetch" in said
     [line] = [x for x in said.splitlines() if "in the background (pid" in x]
     builder = int(line.split("(pid ")[1].split(",")[0])
     deadline = time.monotonic() + 240

@@ -409,7 +409,7 @@ def test_no_password_in_docker_inspect_and_no_build_ca_in_the_image(
     offline = subprocess.run(
         ["docker", "run", "--rm", "--network", "none", "--entrypoint", "python3",
          "cdc-ingest:dev", "-c",
-         "import os; from cdc_ingest.sink import cds, spark; "
+         "import os; from cdc_ingest.sink.runtime import class_data_sharing as cds, session as spark; "
          "jars = spark.fetch_spark_kafka_jars(); "
          "print(os.getuid(), len(jars), *cds.java_options(jars))"],
         capture_output=True, text=True, timeout=120, check=False)

@@ -1,4 +1,4 @@
-"""cdc-ingest's Avro schema text equals real Flink's, byte for byte (change_events/avro.py).
+"""cdc-ingest's Avro schema text equals real Flink's, byte for byte (formats/avro_schemas.py).
 
 Flink's ``avro-confluent`` format registers ``AvroSchemaConverter.convertToSchema(rowType)
 .toString()`` (Flink 2.0, the one-argument overload: legacy timestamp mapping) of the table's
@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from cdc_ingest.change_events.avro import RowCodec
+from cdc_ingest.formats.avro_schemas import RowCodec
 from cdc_ingest.maven import MavenError
 from tests.integration import flink_env
 
@@ -69,7 +69,7 @@ with open(out, "w", encoding="utf-8") as f:
     json.dump({"converter_jar": source, "results": results}, f)
 """
 
-# Every Flink CDC type the typed layouts use (capture/flinktypes.py) that Flink 2.0 derives
+# Every Flink CDC type the typed layouts use (capture/typed_layout.py) that Flink 2.0 derives
 SAME_TYPES = [
     "BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE",
     "DECIMAL(20, 0)", "DECIMAL(10, 2)", "DECIMAL(38, 10)",

@@ -9,7 +9,7 @@ what the server says each value is (server_oracle, the server's own text, plus t
 hand-written values), turned into the value Flink gives by this test's own rules.
 
 Each column is declared with the Flink type that reads its documented Avro type
-(docs/output-contract.md, "avro-confluent"; change_events/avro.py): Flink CDC's type of the
+(docs/output-contract.md, "avro-confluent"; formats/avro_schemas.py): Flink CDC's type of the
 column (MySqlTypeUtils: TINYINT UNSIGNED -> SMALLINT, INT UNSIGNED -> BIGINT, BIGINT
 UNSIGNED -> DECIMAL(20, 0), DECIMAL(p <= 38, s) -> DECIMAL(p, s), BIT(1) and TINYINT(1) ->
 BOOLEAN, SET -> ARRAY<STRING>, VECTOR -> ARRAY<FLOAT>, YEAR -> INT, text kinds -> STRING,

@@ -20,8 +20,9 @@ import pytest
 from cdc_ingest.config import load_pipeline
 from cdc_ingest.kafka import TransactionalProducer, read_topic
 from cdc_ingest.kafka.errors import FencedError
-from cdc_ingest.sink import head_start, job
-from cdc_ingest.sink.spark import spark_session
+from cdc_ingest.sink.driver import head_start
+from cdc_ingest.sink.driver import query as job
+from cdc_ingest.sink.runtime.session import spark_session
 from tests.conftest import admin_conn
 from tests.integration.pipeline_helpers import (
     gtid_now,
@@ -140,7 +141,7 @@ def test_a_head_start_overtaken_by_the_first_batch_is_fenced_and_nothing_is_doub
 
         monkeypatch.setattr(TransactionalProducer, "commit", commit)
         monkeypatch.setattr(head_start, "STOP_WAIT_S", 1.0)
-        with caplog.at_level(logging.INFO, logger="cdc_ingest.sink.head_start"):
+        with caplog.at_level(logging.INFO, logger="cdc_ingest.sink.driver.head_start"):
             _run_until(defn, kafka, topic, ROWS, on_batch)
             wait_for(lambda: len(fenced) == 2, timeout=60, what="both head starts fenced")
         assert sorted(commits.values()) == [2, 2], commits  # one commit through, one held

@@ -3,7 +3,7 @@ broker: exactly the committed records of ``[start, end)``, whatever the range ho
 ends; records deleted by retention are an error naming what was lost; a broker restarted in
 the middle of a range loses and repeats nothing.
 
-The ranges are read through :class:`cdc_ingest.sink.range_read.RangeRecords`, what the sink's
+The ranges are read through :class:`cdc_ingest.sink.task.range_read.RangeRecords`, what the sink's
 tasks hand to the writer. The sink itself on this path, killed mid-batch, is
 test_sink_exactly_once.py and test_sink_first_batch.py.
 """
@@ -21,9 +21,9 @@ from confluent_kafka.admin import AdminClient
 from cdc_ingest.kafka import TopicAdmin, TopicSpec, ranges
 from cdc_ingest.kafka.ranges import read_live
 from cdc_ingest.services import KafkaBroker
-from cdc_ingest.sink import range_read
-from cdc_ingest.sink.failures import query_failed
-from cdc_ingest.sink.range_read import ChangelogGoneError, ChangelogRange, RangeRecords
+from cdc_ingest.sink.driver.failures import query_failed
+from cdc_ingest.sink.task import range_read
+from cdc_ingest.sink.task.range_read import ChangelogGoneError, ChangelogRange, RangeRecords
 from tests.integration.pipeline_helpers import wait_for
 
 
@@ -105,7 +105,7 @@ def test_ranges_with_aborted_transactions_and_markers_give_exactly_their_committ
 def test_a_live_read_gives_committed_records_as_they_come_and_says_when_it_caught_up(
     kafka: Any,
 ) -> None:
-    # what the sink's head start reads (sink/head_start.py, decision 0017): no end, an empty
+    # what the sink's head start reads (sink/driver/head_start.py, decision 0017): no end, an empty
     # batch whenever a read brought nothing (the writer commits what it holds then), and a
     # transaction still open holds back everything after it (read_committed)
     config = {"bootstrap.servers": kafka.bootstrap}
@@ -164,7 +164,7 @@ def test_a_range_whose_records_retention_deleted_stops_with_what_was_lost_and_th
     failure = query_failed(RuntimeError(
         "org.apache.spark.SparkException: Job aborted due to stage failure\n"
         "Traceback (most recent call last):\n"
-        f"cdc_ingest.sink.range_read.ChangelogGoneError: {text}\n"
+        f"cdc_ingest.sink.task.range_read.ChangelogGoneError: {text}\n"
         "\tat org.apache.spark.api.python.BasePythonRunner"))
     assert str(failure) == f"the sink query failed: {text}"
     assert failure.exit_code == 5

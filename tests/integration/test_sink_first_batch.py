@@ -27,7 +27,7 @@ from tests.integration.pipeline_helpers import (
 )
 
 ROWS = 24_000
-FIRST_TX_ROWS = 2_000  # cdc_ingest.sink.job.FIRST_TX_ROWS, as the docs give it
+FIRST_TX_ROWS = 2_000  # cdc_ingest.sink.driver.query.FIRST_TX_ROWS, as the docs give it
 
 
 def _committed(consumer: Consumer, topic: str, partitions: int) -> dict[int, int]:

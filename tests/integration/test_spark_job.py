@@ -26,9 +26,15 @@ from cdc_ingest.config import PipelineDef, load_pipeline
 from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer, read_topic
 from cdc_ingest.kafka.offsets import GroupOffsets, OffsetsPending
-from cdc_ingest.sink import job
-from cdc_ingest.sink.settings import sink_settings
-from cdc_ingest.sink.spark import CHECKPOINT_MANAGER_CONF, local_checkpoint_manager, spark_session
+from cdc_ingest.sink.driver import query as job
+from cdc_ingest.sink.driver.task_settings import sink_settings
+from cdc_ingest.sink.runtime.session import (
+    CHECKPOINT_MANAGER_CONF,
+    local_checkpoint_manager,
+    spark_session,
+)
+from cdc_ingest.sink.task.columns import Records, changelog_rows
+from cdc_ingest.sink.task.record_loop import Counters
 from tests.integration.pipeline_helpers import wait_for, write_pipeline
 
 Seen = list[list[dict[str, Any]]]  # per task: the rows it got
@@ -37,18 +43,18 @@ Seen = list[list[dict[str, Any]]]  # per task: the rows it got
 # -- stand-in writers: run in Spark's Python workers, so module level and picklable ----------
 
 
-def _record(out_dir: str, settings: Any, rows: Iterable[Any]) -> dict[str, Any]:
+def _record(out_dir: str, settings: Any, rows: Records) -> Counters:
     seen = [
         {"p": r.partition, "o": r.offset, "v": r.value.decode(),
          "bytes": isinstance(r.key, bytes) and isinstance(r.value, bytes)}
-        for r in rows
+        for r in changelog_rows(rows)
     ]
     (Path(out_dir) / f"{uuid.uuid4().hex}.json").write_text(json.dumps(seen))
-    return {"partition": seen[0]["p"] if seen else -1, "rows_in": len(seen),
-            "last_offset": seen[-1]["o"] if seen else -1}
+    return Counters(partition=seen[0]["p"] if seen else -1, rows_in=len(seen),
+                    last_offset=seen[-1]["o"] if seen else -1)
 
 
-def _fail(settings: Any, rows: Iterable[Any]) -> dict[str, Any]:
+def _fail(settings: Any, rows: Records) -> Counters:
     raise RuntimeError("the stand-in writer failed on purpose")
 
 
@@ -185,7 +191,7 @@ def _offsets(tasks: Seen) -> list[tuple[int, int]]:
 def test_python_workers_import_pyspark_from_its_package_and_read_no_archive_per_task(
     spark: Any,
 ) -> None:
-    # cdc_ingest.sink.pydaemon: the zip copy of pyspark that Spark puts first on the workers'
+    # cdc_ingest.sink.runtime.worker_daemon: the zip copy of pyspark that Spark puts first on the workers'
     # path, and the spark-core jar, cost ~80 ms of CPU per task (their directories read again)
     for _ in range(2):  # the second job runs in the reused workers
         rows = spark.range(4).repartition(2).mapInArrow(_worker_imports, "found string").collect()
@@ -244,9 +250,9 @@ def test_query_reads_committed_ranges_per_partition_and_resumes_where_it_should(
         assert len({row["p"] for row in task}) == 1, task
         assert [row["o"] for row in task] == sorted({row["o"] for row in task}), task
     for results in batches:
-        parts = [r["partition"] for r in results if r["partition"] >= 0]
+        parts = [r.partition for r in results if r.partition >= 0]
         assert len(parts) == len(set(parts)), results  # one task per partition and batch
-    assert sum(r["rows_in"] for results in batches for r in results) == 11
+    assert sum(r.rows_in for results in batches for r in results) == 11
     assert spark.conf.get(CHECKPOINT_MANAGER_CONF).endswith("FileSystemBasedCheckpointFileManager")
 
     # 2. With its checkpoint, a restart reads only what is new: the group's (older)

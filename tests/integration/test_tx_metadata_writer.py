@@ -1,4 +1,4 @@
-"""The sink driver's writer of BEGIN and END (cdc_ingest/sink/tx_metadata.py) against a real
+"""The sink driver's writer of BEGIN and END (cdc_ingest/sink/driver/metadata_writer.py) against a real
 broker, restarted at the moments that matter: after a commit, and with a transaction of its
 own left open (a driver killed between sending and committing). Part records are written
 here by transactional producers the way sink tasks write them; every transaction gets its
@@ -13,7 +13,7 @@ import orjson
 from confluent_kafka import Producer
 
 from cdc_ingest.kafka import read_topic
-from cdc_ingest.sink.tx_metadata import STATE_KEY, TxMetadataWriter
+from cdc_ingest.sink.driver.metadata_writer import STATE_KEY, TxMetadataWriter
 from tests.integration.pipeline_helpers import wait_for
 
 

@@ -14,8 +14,8 @@ import yaml
 
 from cdc_ingest.config import load_pipeline
 from cdc_ingest.kafka import read_topic
-from cdc_ingest.sink.settings import sink_settings
-from cdc_ingest.sink.writer import write_partition
+from cdc_ingest.sink.driver.task_settings import sink_settings
+from cdc_ingest.sink.task.writer import write_partition
 from tests.conftest import admin_conn
 from tests.integration.flavors import Source
 from tests.integration.pipeline_helpers import (

@@ -79,14 +79,22 @@ RULES: dict[str, tuple[object, tuple[str, ...]]] = {
     "verify does not import capture":
         (lambda m: _part(m) != "verify", ("cdc_ingest.capture",)),
     # verify is a second, independent implementation of what the sink writes: it shares the
-    # contracts (model/, change_events/), never the sink's code
+    # contracts (model/, formats/), never the sink's code
     "verify does not import the sink":
         (lambda m: _part(m) != "verify", ("cdc_ingest.sink",)),
     "the sink does not import verify":
         (lambda m: _part(m) != "sink", ("cdc_ingest.verify",)),
-    "change_events/ is a format: it imports no stage and no command":
-        (lambda m: _part(m) != "change_events",
-         tuple(f"cdc_ingest.{p}" for p in (*STAGES, "commands", "services"))),
+    "formats/ does no I/O: it imports no stage, no command, no client and no configuration":
+        (lambda m: _part(m) != "formats",
+         (*(f"cdc_ingest.{p}" for p in (*STAGES, "commands", "services", "kafka", "mysql",
+                                        "registry", "config", "transactions")),
+          "confluent_kafka", "pymysql", "pyspark", "socket", "urllib", "http", "requests")),
+    "a sink task knows neither the driver nor the runtime (it runs in either process)":
+        (lambda m: not m.startswith("cdc_ingest.sink.task"),
+         ("cdc_ingest.sink.driver", "cdc_ingest.sink.runtime")),
+    "the sink's runtime knows neither the driver nor the task":
+        (lambda m: not m.startswith("cdc_ingest.sink.runtime"),
+         ("cdc_ingest.sink.driver", "cdc_ingest.sink.task")),
     "confluent_kafka only inside kafka/":
         (lambda m: _part(m) == "kafka", ("confluent_kafka",)),
     "pymysqlreplication only in capture/binlog.py and capture/binlog_*.py":
@@ -120,7 +128,7 @@ def test_the_import_scan_sees_imports() -> None:
     # a parser that found nothing would pass every rule above
     assert "confluent_kafka" in MODULES["cdc_ingest.kafka.producer"]
     assert "pymysqlreplication" in MODULES["cdc_ingest.capture.binlog"]
-    assert "cdc_ingest.model.changelog.decode_record" in MODULES["cdc_ingest.sink.serde"]
+    assert "cdc_ingest.model.changelog.decode_record" in MODULES["cdc_ingest.formats.upsert_json"]
     assert _crossings(lambda m: False, ("confluent_kafka",)), "the scan missed kafka/"
 
 
@@ -152,3 +160,26 @@ def test_capture_has_one_writer_of_its_kafka_transactions() -> None:
             if path.name != "transaction.py" for use in _producer_uses(path)]
     assert uses == []
     assert _producer_uses(PACKAGE / "capture" / "transaction.py"), "the scan found nothing"
+
+
+def test_the_sink_has_one_writer_of_its_kafka_transactions() -> None:
+    # the tasks' writers, the head start and the transaction metadata's BEGIN/END writer all
+    # go through SinkTransaction (transactional producers have "init"/"begin"; a plain
+    # producer's send, for at-least-once, is not a transaction)
+    uses = [use for path in sorted((PACKAGE / "sink").rglob("*.py"))
+            if path.name != "transaction.py" for use in _producer_uses(path)
+            if use.rsplit(".", 1)[1] in {"init", "begin", "commit", "abort"}]
+    assert uses == []
+    assert _producer_uses(PACKAGE / "sink" / "transaction.py"), "the scan found nothing"
+    assert not [m for m, imported in MODULES.items() if m.startswith("cdc_ingest.sink.")
+                and m != "cdc_ingest.sink.transaction"
+                and "cdc_ingest.kafka.TransactionalProducer" in imported]
+
+
+def test_no_folder_of_the_sink_holds_more_than_twelve_modules() -> None:
+    sizes = {str(d.relative_to(PACKAGE)): len([p for p in d.glob("*.py")
+                                               if p.name != "__init__.py"])
+             for d in [PACKAGE / "sink", *(PACKAGE / "sink").rglob("*/")]
+             if d.is_dir() and d.name != "__pycache__"}
+    assert len(sizes) >= 4, sizes  # sink/ and its rooms
+    assert {d: n for d, n in sizes.items() if n > 12} == {}

@@ -1,4 +1,4 @@
-"""docs/output-contract.md's Avro type table says what change_events/avro.py writes."""
+"""docs/output-contract.md's Avro type table says what formats/avro_schemas.py writes."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from cdc_ingest.change_events.avro import avro_type
+from cdc_ingest.formats.avro_schemas import avro_type
 from cdc_ingest.registry.client import RETRY_SECONDS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "output-contract.md"

@@ -1,4 +1,4 @@
-"""The avro-confluent format's schemas and values (change_events/avro.py): Flink's schema
+"""The avro-confluent format's schemas and values (formats/avro_schemas.py): Flink's schema
 derivation, and the changelog's JSON form to Avro and back, value for value."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from decimal import Decimal
 import fastavro
 import pytest
 
-from cdc_ingest.change_events.avro import (
+from cdc_ingest.formats.avro_schemas import (
     AvroTypeError,
     AvroValueError,
     RowCodec,
@@ -21,7 +21,7 @@ from cdc_ingest.change_events.avro import (
     schema_text,
     unframe,
 )
-from cdc_ingest.sink.avro_registry import meaning_changes
+from cdc_ingest.registry.avro_subjects import meaning_changes
 
 COLUMNS = [
     ("id", "INT", False), ("b", "BOOLEAN", True), ("ti", "TINYINT", True),

@@ -9,9 +9,8 @@ from typing import Any
 
 import fastavro
 
-from cdc_ingest.change_events.avro import unframe
-from cdc_ingest.registry import RegistryConfig
-from cdc_ingest.sink.avro_serde import AvroSettings, AvroSinkSerde
+from cdc_ingest.formats.avro_schemas import unframe
+from cdc_ingest.formats.upsert_avro import AvroSinkSerde
 from cdc_ingest.transform.rules import RuleSpec
 
 COLUMNS = [{"name": "id", "type": "INT", "nullable": False, "default": None, "comment": None},
@@ -26,14 +25,18 @@ class _FixedIds:
         return 7 if side == "key" else 8
 
 
+class _OneLayout:
+    def columns(self, layout: str | None, *_: Any) -> list[dict[str, Any]]:
+        assert layout == "L1"
+        return COLUMNS
+
+    def timestamps(self, *_: Any) -> frozenset[bytes]:
+        return frozenset()
+
+
 def _serde(key: bool, value: bool, **more: Any) -> AvroSinkSerde:
-    config = RegistryConfig(("http://registry.invalid",))
-    serde = AvroSinkSerde(lambda db, t: ("out",), more.pop("except_key", False), False,
-                          AvroSettings({}, "schema", config if key else None,
-                                       config if value else None), **more)
-    serde._registries = _FixedIds()  # type: ignore[assignment]
-    serde._columns["L1"] = COLUMNS
-    return serde
+    return AvroSinkSerde(lambda db, t: ("out",), more.pop("except_key", False), False,
+                         (key, value), _OneLayout(), _FixedIds(), **more)
 
 
 def _record(op: str, row: bytes, pk: bytes = b'{"id":1}') -> bytes:

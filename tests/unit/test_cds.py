@@ -1,4 +1,4 @@
-"""The sink JVM's class-data sharing archive (cdc_ingest/sink/cds.py, cds_train.py): its
+"""The sink JVM's class-data sharing archive (cdc_ingest/sink/runtime/class_data_sharing.py, cds_train.py): its
 name, what a start without it says and plans, when the background build is skipped, and
 what a build leaves behind. No JVM is started here (the real training run:
 tests/integration/test_cds_build.py)."""
@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from cdc_ingest.sink import cds, cds_train
+from cdc_ingest.sink.runtime import class_data_sharing as cds
+from cdc_ingest.sink.runtime import class_data_training as cds_train
 
-FETCH = "python -m cdc_ingest.sink.spark fetch"
+FETCH = "python -m cdc_ingest.sink.runtime.session fetch"
 
 
 @pytest.fixture
@@ -50,7 +51,7 @@ def jars(tmp_path: Path) -> list[Path]:
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records
-            if r.name == "cdc_ingest.sink.cds" and r.levelno == logging.WARNING]
+            if r.name == "cdc_ingest.sink.runtime.class_data_sharing" and r.levelno == logging.WARNING]
 
 
 @pytest.fixture
@@ -122,7 +123,7 @@ def test_off_neither_uses_nor_builds(cache: Path, jars: list[Path],
     archive.write_bytes(b"archive")
     monkeypatch.setenv("CDC_INGEST_SPARK_CDS", "off")
     assert cds.java_options(jars) == [] and cds.java_options(jars) == []
-    said = [r.getMessage() for r in caplog.records if r.name == "cdc_ingest.sink.cds"]
+    said = [r.getMessage() for r in caplog.records if r.name == "cdc_ingest.sink.runtime.class_data_sharing"]
     assert len(said) == 1 and "CDC_INGEST_SPARK_CDS=off" in said[0]
     assert caplog.records[0].levelno == logging.INFO
     archive.unlink()

@@ -9,8 +9,8 @@ import pytest
 from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka.partition import java_partition
 from cdc_ingest.model.changelog import DdlRecord
-from cdc_ingest.sink.event_resets import _owner
-from cdc_ingest.sink.layouts import typed_layout
+from cdc_ingest.sink.task.event_resets import _owner
+from cdc_ingest.sink.task.layouts import typed_layout
 
 FIX = "run capture and the sink from the same cdc-ingest release"
 

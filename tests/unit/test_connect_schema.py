@@ -10,17 +10,17 @@ import orjson
 import pytest
 
 from cdc_ingest.capture.binlog_schema import ColumnSpec, FieldType
-from cdc_ingest.capture.flinktypes import (
+from cdc_ingest.capture.typed_layout import (
     binlog_type,
     catalog_type,
     layout_id,
     typed_from_binlog,
     typed_from_catalog,
 )
-from cdc_ingest.change_events.values import iso_timestamps
-from cdc_ingest.model.javatext import java_double
+from cdc_ingest.formats.connect_schema import column_schema, schema_block
+from cdc_ingest.formats.event_values import iso_timestamps
+from cdc_ingest.model.java_numbers import java_double
 from cdc_ingest.mysql import Column
-from cdc_ingest.sink.connect_schema import column_schema, schema_block
 
 
 def _col(name: str, type_: str, default: str | None = None, comment: str | None = None,

@@ -21,7 +21,7 @@ from cdc_ingest.mysql.connection import (
     unavailable,
     went_away,
 )
-from cdc_ingest.sink.failures import SinkUnavailable, query_failed
+from cdc_ingest.sink.driver.failures import SinkUnavailable, query_failed
 
 
 def _closed_port() -> int:
@@ -90,9 +90,9 @@ def test_the_library_may_not_reconnect_the_stream_on_its_own(
     ("py4j... cdc_ingest.kafka.errors.TransactionTimedOut: Kafka aborted ...", True),
     ("org.apache.kafka.common.errors.TimeoutException: Timeout of 60000ms expired", True),
     ("cdc_ingest.errors.SinkError: cannot read changelog record ...", False),
-    ("cdc_ingest.sink.range_read.ChangelogStalledError: changelog t partition 0: no record "
+    ("cdc_ingest.sink.task.range_read.ChangelogStalledError: changelog t partition 0: no record "
      "of offsets 5..9 arrived for 120 s", True),
-    ("cdc_ingest.sink.range_read.ChangelogGoneError: changelog t partition 0: offsets from 5 "
+    ("cdc_ingest.sink.task.range_read.ChangelogGoneError: changelog t partition 0: offsets from 5 "
      "(this batch reads 5..9) are no longer in Kafka", False),
 ])
 def test_a_sink_query_failure_is_transient_only_for_timeouts(text: str,
@@ -115,7 +115,7 @@ def test_a_checkpoint_of_an_earlier_topic_is_named_with_the_fix() -> None:
      "worker has different version: 3.12 than that in driver: 3.11, PySpark cannot run with "
      "different minor versions.", "a Python of the sink's minor version"),
     ("  File \"<frozen importlib._bootstrap>\"\nModuleNotFoundError: No module named "
-     "'cdc_ingest'", "python -m cdc_ingest.sink.ship"),
+     "'cdc_ingest'", "python -m cdc_ingest.sink.runtime.executor_files"),
 ])
 def test_an_executor_python_that_cannot_run_the_tasks_is_named_with_the_fix(
         text: str, fix: str) -> None:

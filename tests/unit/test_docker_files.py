@@ -559,8 +559,8 @@ def test_dockerfile_final_stage_has_a_jre_17_and_no_maven() -> None:
 
 def test_dockerfile_bakes_in_the_spark_kafka_connector() -> None:
     stages = dockerfile_stages()
-    fetching = [s for s in stages if any("cdc_ingest.sink.spark fetch" in r for r in s.args("RUN"))]
-    assert fetching, "no stage runs `python -m cdc_ingest.sink.spark fetch`"
+    fetching = [s for s in stages if any("cdc_ingest.sink.runtime.session fetch" in r for r in s.args("RUN"))]
+    assert fetching, "no stage runs `python -m cdc_ingest.sink.runtime.session fetch`"
     stage = fetching[0]
     assert any(re.search(r"\bmaven\b", r) for r in stage.args("RUN")), (
         "the stage that runs the spark fetch does not install maven, which the fetch needs")

@@ -24,7 +24,7 @@ from cdc_ingest.errors import (
     SourceUnavailable,
 )
 from cdc_ingest.kafka.errors import FencedError, KafkaClientError, TransactionTimedOut
-from cdc_ingest.sink.failures import SinkUnavailable
+from cdc_ingest.sink.driver.failures import SinkUnavailable
 from cdc_ingest.verify.run import VerifyMismatch
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "operations.md"

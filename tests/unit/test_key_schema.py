@@ -10,7 +10,6 @@ import orjson
 import pytest
 
 from cdc_ingest.capture.binlog_schema import ColumnSpec, FieldType
-from cdc_ingest.capture.flinktypes import layout_id
 from cdc_ingest.capture.key_schema import (
     KeySchema,
     binlog_class,
@@ -18,6 +17,7 @@ from cdc_ingest.capture.key_schema import (
     catalog_class,
 )
 from cdc_ingest.capture.schema_guard import KeySchemaChanged, RekeyNeeded, SchemaGuard
+from cdc_ingest.capture.typed_layout import layout_id
 from cdc_ingest.errors import SourceError
 from cdc_ingest.model.schema_topic import SchemaTopic, layout_value
 from cdc_ingest.mysql import Column

@@ -12,6 +12,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from cdc_ingest import metrics
+from cdc_ingest.sink.task.record_loop import Counters
 
 
 def _value(name: str, **labels: str) -> float:
@@ -24,13 +25,13 @@ def test_a_sink_batch_adds_its_partitions_counters() -> None:
                "transactionCommitTime_count")}
     table_before = _value("numRecordsOutPerTable_total", stage="sink", table="shop.orders")
     newest = int(time.time() * 1000) - 2_000
-    metrics.record_sink_batch(7, [
-        {"rows_in": 5, "rows_out": 4, "bytes_out": 100, "per_table": {"shop.orders": 4},
-         "commit_ms": 12, "max_event_ts_ms": newest - 1_000},
-        {"rows_in": 2, "rows_out": 2, "bytes_out": 30, "per_table": {"shop.orders": 1,
-                                                                     "shop.customers": 1},
-         "commit_ms": 8, "max_event_ts_ms": newest},
-        {},  # a partition with nothing in this batch
+    metrics.record_sink_writes([
+        Counters(rows_in=5, rows_out=4, bytes_out=100, per_table={"shop.orders": 4},
+                 commit_ms=12, max_event_ts_ms=newest - 1_000),
+        Counters(rows_in=2, rows_out=2, bytes_out=30, per_table={"shop.orders": 1,
+                                                                 "shop.customers": 1},
+                 commit_ms=8, max_event_ts_ms=newest),
+        Counters(),  # a partition with nothing in this batch
     ])
     assert _value("numRecordsIn_total", stage="sink") - before["numRecordsIn_total"] == 7
     assert _value("numRecordsOut_total", stage="sink") - before["numRecordsOut_total"] == 6

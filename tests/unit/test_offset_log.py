@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from cdc_ingest.errors import SinkError
-from cdc_ingest.sink.offset_log import batch_ranges
-from cdc_ingest.sink.range_read import ChangelogRange
+from cdc_ingest.sink.driver.offset_log import batch_ranges
+from cdc_ingest.sink.task.range_read import ChangelogRange
 
 TOPIC = "cdc-ingest.p.changelog"
 META = ('{"batchWatermarkMs":0,"batchTimestampMs":1795765457403,"conf":{'

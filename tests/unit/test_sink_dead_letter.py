@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from cdc_ingest.kafka.limits import MessageTooLarge
-from cdc_ingest.sink.produce import OVERHEAD, produce, raise_named
+from cdc_ingest.sink.task.produce import OVERHEAD, produce, raise_named
 
 
 class _Topics:

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from cdc_ingest.change_events.address import EventOptions, exclusive
-from cdc_ingest.change_events.values import csv_field
+from cdc_ingest.formats.change_events import EventSerde
+from cdc_ingest.formats.event_routing import EventOptions, exclusive
+from cdc_ingest.formats.event_values import csv_field
 from cdc_ingest.kafka.consumer import Message
 from cdc_ingest.kafka.partition import java_partition
 from cdc_ingest.model.changelog import DdlRecord, ddl_value, row_value
 from cdc_ingest.routing.routes import Router, RouteRule
-from cdc_ingest.sink.event_resets import deletes
-from cdc_ingest.sink.events import EventSerde
+from cdc_ingest.sink.task.event_resets import deletes
 
 # Flink's tests use TableId default_namespace.default_schema.table1; here a route gives the
 # source table shop.t1 that table id, as a Flink CDC route would.

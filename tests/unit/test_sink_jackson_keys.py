@@ -9,12 +9,12 @@ from typing import Any
 import orjson
 import pytest
 
-from cdc_ingest.change_events.address import EventOptions
-from cdc_ingest.change_events.jackson import jackson_json
+from cdc_ingest.formats.change_events import EventSerde
+from cdc_ingest.formats.event_routing import EventOptions
+from cdc_ingest.formats.jackson import jackson_json
+from cdc_ingest.formats.upsert_json import SinkSerde
 from cdc_ingest.kafka.partition import java_partition
 from cdc_ingest.routing.routes import Router
-from cdc_ingest.sink.events import EventSerde
-from cdc_ingest.sink.serde import SinkSerde
 from tests.unit.test_config import minimal
 from tests.unit.test_config_errors import problems_of
 

@@ -1,4 +1,4 @@
-"""cdc_ingest.sink.pydaemon: which entries of a Python worker's path are redundant copies."""
+"""cdc_ingest.sink.runtime.worker_daemon: which entries of a Python worker's path are redundant copies."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc_ingest.sink import pydaemon
+from cdc_ingest.sink.runtime import worker_daemon as pydaemon
 
 
 def _zip(path: Path, members: dict[str, str]) -> str:

@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
+from cdc_ingest.formats.upsert_json import SinkMessage, SinkSerde, last_per_key
 from cdc_ingest.routing.routes import Router, RouteRule
-from cdc_ingest.sink.serde import SinkMessage, SinkSerde, last_per_key
 
 ROW = (
     b'{"v":1,"op":"+U","db":"app","table":"order_1","pk":{"id":7},'

@@ -1,11 +1,11 @@
-"""What the sink ships to a cluster's executors (cdc_ingest.sink.ship)."""
+"""What the sink ships to a cluster's executors (cdc_ingest.sink.runtime.executor_files)."""
 
 from __future__ import annotations
 
 import pytest
 
-from cdc_ingest.cache import build_once
-from cdc_ingest.sink import ship
+from cdc_ingest.download_cache import build_once
+from cdc_ingest.sink.runtime import executor_files as ship
 
 
 def test_the_closure_holds_the_libraries_the_tasks_import_and_not_spark() -> None:
@@ -20,7 +20,7 @@ def test_the_closure_holds_the_libraries_the_tasks_import_and_not_spark() -> Non
 def test_the_archive_holds_the_package_and_the_compiled_libraries() -> None:
     files, key = ship._contents()
     names = {name for _, name in files}
-    assert "cdc_ingest/__init__.py" in names and "cdc_ingest/sink/writer.py" in names
+    assert "cdc_ingest/__init__.py" in names and "cdc_ingest/sink/task/writer.py" in names
     assert any(n.startswith("orjson/") and n.endswith(".so") for n in names)
     assert any(n.startswith("pyarrow/") for n in names)
     assert not any(n.startswith("pyspark/") or "__pycache__" in n or n.startswith("..")

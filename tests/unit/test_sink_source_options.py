@@ -1,4 +1,4 @@
-"""Options of the sink's Spark Kafka source (cdc_ingest.sink.job.source_options) and of the
+"""Options of the sink's Spark Kafka source (cdc_ingest.sink.driver.query.source_options) and of the
 tasks' range readers (cdc_ingest.kafka.ranges.reader_config)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import yaml
 
 from cdc_ingest.config import load_pipeline
 from cdc_ingest.kafka.ranges import reader_config
-from cdc_ingest.sink.job import source_options
-from cdc_ingest.sink.settings import sink_settings
+from cdc_ingest.sink.driver.query import source_options
+from cdc_ingest.sink.driver.task_settings import sink_settings
 
 
 def _pipeline(tmp_path: Path, **properties: str) -> Path:

@@ -1,10 +1,10 @@
-"""What the sink decides before its Spark session is up (cdc_ingest.sink.startup)."""
+"""What the sink decides before its Spark session is up (cdc_ingest.sink.driver.startup)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from cdc_ingest.sink.startup import local_checkpoint_has_offsets, starting_offsets
+from cdc_ingest.sink.driver.startup import local_checkpoint_has_offsets, starting_offsets
 
 
 def test_a_local_checkpoint_is_read_without_spark(tmp_path: Path) -> None:

@@ -13,17 +13,18 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from cdc_ingest.errors import SinkError
+from cdc_ingest.formats.upsert_json import SinkMessage
 from cdc_ingest.kafka import FencedError, KafkaClientError, PlainProducer, TransactionalProducer
 from cdc_ingest.routing.routes import Router, RouteRule
-from cdc_ingest.sink import writer
-from cdc_ingest.sink.arrow_batches import (
+from cdc_ingest.sink.settings import UpsertFormat
+from cdc_ingest.sink.task import writer
+from cdc_ingest.sink.task.columns import (
     ChangelogBatches,
     ChangelogRow,
     row_columns,
 )
-from cdc_ingest.sink.chunks import Counters, chunks
-from cdc_ingest.sink.rekey import Cutover
-from cdc_ingest.sink.serde import SinkMessage
+from cdc_ingest.sink.task.record_loop import Counters, chunks
+from cdc_ingest.sink.task.rekey import Cutover
 
 NO_BROKER = {"bootstrap.servers": "127.0.0.1:9", "log_level": 0}
 
@@ -46,8 +47,7 @@ def _batch(partition: int, offsets: list[int]) -> pa.RecordBatch:
 
 def _chunks(settings: writer.SinkSettings, counters: Any, batches: Any, start: int,
             reset: Any = None) -> Any:
-    serde = writer.SinkSerde(settings.router.sink_topics, settings.except_key,
-                             settings.with_headers)
+    serde = writer.SinkSerde(settings.router.sink_topics, False, settings.with_headers)
     return chunks(settings, serde, counters, batches, start, reset or (lambda *a: []))
 
 
@@ -55,7 +55,7 @@ def _settings(**changes: Any) -> writer.SinkSettings:
     values: dict[str, Any] = {
         "kafka": dict(NO_BROKER), "changelog_topic": "cl", "group_id": "g",
         "transactional_id_prefix": "x", "guarantee": "exactly-once",
-        "router": Router([RouteRule.compile("d.t", "sink")]), "except_key": False,
+        "router": Router([RouteRule.compile("d.t", "sink")]), "format": UpsertFormat(),
         "with_headers": True, "buffer_max_rows": 0, "buffer_interval_s": 0.0,
         "topic_partitions": None, "topic_replication": None, **changes,
     }  # fmt: skip
@@ -96,7 +96,7 @@ def test_chunks_skip_what_was_committed_and_bound_transactions_in_rows() -> None
 
 
 def test_the_first_transactions_grow_from_first_tx_rows_to_max_tx_rows() -> None:
-    # a start's first batch (sink/job.py): 2, then 2 x FIRST_GROWTH (5), then max_tx_rows
+    # a start's first batch (sink/driver/query.py): 2, then 2 x FIRST_GROWTH (5), then max_tx_rows
     settings = _settings(max_tx_rows=12, first_tx_rows=2)
     batches = ChangelogBatches([_batch(0, list(range(40)))]).columns()
     sizes = [len(m) for m, _ in _chunks(settings, Counters(partition=0), batches, start=0)]
@@ -167,8 +167,8 @@ def test_a_record_that_cannot_be_read_names_its_offset() -> None:
 
 
 def test_an_empty_task_writes_nothing() -> None:
-    assert writer.write_partition(_settings(), ChangelogBatches([]))["partition"] == -1
-    assert writer.write_partition(_settings(), [])["rows_in"] == 0
+    assert writer.write_partition(_settings(), ChangelogBatches([])).partition == -1
+    assert writer.write_partition(_settings(), []).rows_in == 0
 
 
 # -- producing ---------------------------------------------------------------------------
@@ -212,7 +212,7 @@ def test_both_producers_send_through_the_one_kafka_send(messages: list[SinkMessa
     for producer in (_transactional(_Raw([])), PlainProducer(NO_BROKER, idempotent=False)):
         raw = _Raw([])
         producer._producer = raw
-        writer._produce(producer, _settings(), Counters(), messages)
+        writer._produce(producer.send, _settings(), Counters(), messages)
         assert raw.sent == [("a", b"k1", b"v1", [("namespace", b"")], 5),
                             ("a", b"k2", None, None, 6)]
 
@@ -220,7 +220,7 @@ def test_both_producers_send_through_the_one_kafka_send(messages: list[SinkMessa
 def test_produce_sends_what_the_wrapper_would(messages: list[SinkMessage]) -> None:
     raw = _Raw([BufferError("queue full")])  # the wrapper waits for room and sends again
     counters = Counters()
-    writer._produce(_transactional(raw), _settings(), counters, messages)
+    writer._produce(_transactional(raw).send, _settings(), counters, messages)
     assert raw.sent == [("a", b"k1", b"v1", [("namespace", b"")], 5),
                         ("a", b"k2", None, None, 6)]
     assert (counters.rows_out, counters.bytes_out, counters.per_table) == (2, 6, {"d.t": 2})
@@ -229,11 +229,11 @@ def test_produce_sends_what_the_wrapper_would(messages: list[SinkMessage]) -> No
 def test_a_kafka_error_on_produce_is_the_wrappers_error(messages: list[SinkMessage]) -> None:
     fenced = KafkaException(KafkaError(KafkaError._FENCED))
     with pytest.raises(FencedError):
-        writer._produce(_transactional(_Raw([fenced, fenced])), _settings(), Counters(),
+        writer._produce(_transactional(_Raw([fenced, fenced])).send, _settings(), Counters(),
                         messages)
     failed = KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT))
     with pytest.raises(KafkaClientError, match="producing to a"):
-        writer._produce(_transactional(_Raw([failed, failed])), _settings(), Counters(),
+        writer._produce(_transactional(_Raw([failed, failed])).send, _settings(), Counters(),
                         messages)
 
 

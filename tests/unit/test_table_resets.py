@@ -9,7 +9,7 @@ from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka.consumer import Message
 from cdc_ingest.kafka.partition import java_partition
 from cdc_ingest.model.changelog import DdlRecord
-from cdc_ingest.sink.resets import live_keys
+from cdc_ingest.sink.task.table_resets import live_keys
 
 TRUNCATE = DdlRecord(db="shop", table="a", ddl="TRUNCATE a", pos="bin.1:4", action="truncate")
 HEADERS_A = (("namespace", b""), ("schemaName", b"shop"), ("tableName", b"a"))

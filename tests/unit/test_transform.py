@@ -11,8 +11,8 @@ import orjson
 import pytest
 
 from cdc_ingest.errors import SinkError
+from cdc_ingest.formats.upsert_json import SinkSerde
 from cdc_ingest.model.changelog import decode_full_record
-from cdc_ingest.sink.serde import SinkSerde
 from cdc_ingest.transform.evaluate import compile_node
 from cdc_ingest.transform.parse import ExpressionError, parse_expression
 from cdc_ingest.transform.records import Transformer
@@ -213,9 +213,9 @@ def test_change_events_carry_the_projected_rows() -> None:
     """`type: kafka`: Debezium JSON events of a transformed table, as Flink CDC's Kafka sink
     writes the transformed schema: computed columns in `before`/`after`, a row leaving the
     filter as a delete event."""
-    from cdc_ingest.change_events.address import EventOptions  # noqa: PLC0415
+    from cdc_ingest.formats.change_events import EventSerde  # noqa: PLC0415
+    from cdc_ingest.formats.event_routing import EventOptions  # noqa: PLC0415
     from cdc_ingest.routing.routes import Router  # noqa: PLC0415
-    from cdc_ingest.sink.events import EventSerde  # noqa: PLC0415
 
     serde = EventSerde(Router([]), EventOptions(), False,
                        (RuleSpec("app.orders", "id, amount * 2 AS twice", "amount >= 10"),))
@@ -276,10 +276,10 @@ def test_an_unreadable_expression_is_quoted_as_written() -> None:
 
 def test_a_record_of_another_changelog_version_is_refused_with_a_transform_too() -> None:
     # the transform once re-wrote the record with this version's "v" before the check
-    from cdc_ingest.change_events.address import EventOptions  # noqa: PLC0415
+    from cdc_ingest.formats.change_events import EventSerde  # noqa: PLC0415
+    from cdc_ingest.formats.event_routing import EventOptions  # noqa: PLC0415
     from cdc_ingest.model.changelog import ChangelogVersionError  # noqa: PLC0415
     from cdc_ingest.routing.routes import Router  # noqa: PLC0415
-    from cdc_ingest.sink.events import EventSerde  # noqa: PLC0415
 
     rules = (RuleSpec("app.orders", r"\*, 1 AS one"),)
     future = _record("+I", after={"id": 1}).replace(b'"v":1', b'"v":2')

@@ -14,11 +14,11 @@ from cdc_ingest.capture.decoder import compiled_available
 from cdc_ingest.capture.encode import KeyPlan, TableEncoder, table_encoder
 from cdc_ingest.capture.tx_marks import TxMarks
 from cdc_ingest.model.changelog import snapshot_value
-from cdc_ingest.sink.chunks import Counters, chunks
-from cdc_ingest.sink.settings import sink_settings
-from cdc_ingest.sink.tx_metadata import Tally, begin_end
-from cdc_ingest.sink.tx_parts import TX_RECORD, TxTally, tx_headers, with_tx_headers
-from cdc_ingest.sink.writer import make_serde
+from cdc_ingest.sink.driver.metadata_writer import Tally, begin_end
+from cdc_ingest.sink.driver.task_settings import sink_settings
+from cdc_ingest.sink.task.metadata_parts import TX_RECORD, TxTally, tx_headers, with_tx_headers
+from cdc_ingest.sink.task.record_loop import Counters, chunks
+from cdc_ingest.sink.task.writer import make_serde
 from tests.unit.test_config import minimal, parse
 
 # a table whose column names are the envelope's own, so a search from the wrong end would

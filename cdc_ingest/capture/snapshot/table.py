@@ -7,7 +7,6 @@ from typing import Any
 
 import orjson
 
-from cdc_ingest.capture.flinktypes import typed_from_catalog
 from cdc_ingest.capture.key_schema import of_catalog
 from cdc_ingest.capture.snapshot.keyorder import KeyColumn, KeyOrder, quote
 from cdc_ingest.capture.snapshot.state import Key
@@ -18,6 +17,7 @@ from cdc_ingest.capture.snapshot.values import (
     snapshot_converter,
     text_kind,
 )
+from cdc_ingest.capture.typed_layout import typed_from_catalog
 from cdc_ingest.errors import SourceError
 from cdc_ingest.mysql import Column
 
@@ -51,7 +51,7 @@ class TableInfo:
         self.key = key
         # what the schema topic records for rows read here (cdc_ingest.capture.schema_guard)
         self.key_schema, self.layout = of_catalog(columns, key, tinyint1_as_boolean)
-        self.typed = typed_from_catalog(columns, tinyint1_as_boolean)  # capture/flinktypes.py
+        self.typed = typed_from_catalog(columns, tinyint1_as_boolean)  # capture/typed_layout.py
         self.order = KeyOrder(
             tuple(KeyColumn(k, by_name[k].data_type, by_name[k].charset, collations.get(k))
                   for k in key),
