@@ -33,6 +33,7 @@ from _common import (
     Measure,
     Services,
     add_service_args,
+    baseline_package,
     cpu_seconds,
     log_tail,
     machine_info,
@@ -844,7 +845,27 @@ def measures_of(runs: list[dict[str, Any]]) -> list[Measure]:
         Measure("sink topic live keys, exactly-once", "count",
                 samples(eo, "sink_topic", "live_keys"), digits=0),
     ]
-    for part, label in ((eo, "e2e exactly-once"), (alone, "sink alone")):
+    base_alone = "sink_alone_baseline"
+    if samples(base_alone, "rows_per_s"):
+        out += [
+            Measure("sink alone, wall, baseline code", "rows/s",
+                    samples(base_alone, "rows_per_s"), base, 0,
+                    "the same sink-alone run with the product code of --baseline-ref"),
+            Measure("sink alone vs baseline code", "x",
+                    [r[alone]["rows_per_s"] / r[base_alone]["rows_per_s"] for r in runs
+                     if "rows_per_s" in r.get(alone, {})
+                     and "rows_per_s" in r.get(base_alone, {})], digits=2,
+                    note="this checkout's sink alone / the baseline's, per repeat (back to "
+                    "back, the order alternating)"),
+            Measure("sink alone CPU vs baseline code: sink python workers", "x",
+                    [r[alone]["cpu_s"]["sink python workers"]
+                     / r[base_alone]["cpu_s"]["sink python workers"] for r in runs
+                     if "sink python workers" in r.get(alone, {}).get("cpu_s", {})
+                     and "sink python workers" in r.get(base_alone, {}).get("cpu_s", {})],
+                    digits=2),
+        ]
+    for part, label in ((eo, "e2e exactly-once"), (alone, "sink alone"),
+                        (base_alone, "sink alone, baseline code")):
         roles = ("capture", "sink driver (python)", "sink JVM", "sink python workers",
                  "kafka", "mariadbd", "benchmark process", "machine busy")
         for role in roles:
@@ -874,6 +895,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Whole-pipeline throughput (capture + Spark sink, exactly-once and "
         "at-least-once), sink-alone throughput and commit-to-visible latency.",
     )
+    p.add_argument("--baseline-ref", default=None,
+                   help="also run the sink-alone arm with the product code of this git ref "
+                   "(built into the work dir), back to back with this checkout's")
     p.add_argument("--rows", type=int, default=1_000_000,
                    help="rows inserted; 20%% are then updated and 10%% deleted "
                    "(default %(default)s)")
@@ -945,6 +969,8 @@ def main(argv: list[str] | None = None) -> int:
             log.info("workload: %d row changes, %s -> %s", wl.changes, wl.gtid_before,
                      wl.gtid_after)
             runs = [{"repeat": n + 1} for n in range(args.repeat)]
+            baseline = (baseline_package(args.baseline_ref, workdir / "baseline")
+                        if args.baseline_ref and "sink" in only else None)
 
             def attempt(run: dict[str, Any], key: str, what: str, measure: Any) -> None:
                 """One measure; a failure is recorded (and makes the exit code 1), the
@@ -975,11 +1001,20 @@ def main(argv: list[str] | None = None) -> int:
                                     "at-least-once", args.timeout))
                 if "error" in run.get("e2e_exactly_once", {"error": "not run"}):
                     continue  # the sink-alone runs read its changelog
-                if "sink" in only:
-                    names.append(alone)
-                    attempt(run, "sink_alone", "sink alone (exactly-once)",
-                            partial(run_throughput, svc, wl, alone, server_id + 2, workdir, st,
-                                    "exactly-once", args.timeout, changelog_of=eo))
+                arms = [("sink_alone", alone, None)]
+                if baseline is not None:  # alternate which runs first: a trend favours neither
+                    arms.append(("sink_alone_baseline", f"{alone}-base",
+                                 ["env", f"PYTHONPATH={baseline}", sys.executable, "-m",
+                                  "cdc_ingest.cli"]))
+                    arms = arms[::1 if n % 2 == 0 else -1]
+                for key, arm, program in arms if "sink" in only else []:
+                    names.append(arm)
+                    what = "sink alone (exactly-once)" + (
+                        f", code of {args.baseline_ref}" if program else "")
+                    attempt(run, key, what,
+                            partial(run_throughput, svc, wl, arm, server_id + 2, workdir, st,
+                                    "exactly-once", args.timeout, changelog_of=eo,
+                                    sink_program=program))
                 for value in sweep if n == 0 else []:
                     name = f"{tag}-sweep{value}"
                     names.append(name)

@@ -27,6 +27,12 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from cdc_ingest.kafka import TransactionalProducer
+from cdc_ingest.kafka.offsets import GroupOffsets
+from cdc_ingest.model.schema_topic import encode, layout_key, layout_value
+from cdc_ingest.registry.client import RegistryClient, RegistryConfig
+from cdc_ingest.routing.routes import Router, RouteRule
+
 LEFT_OUT = ("cdc_ingest.kafka", "cdc_ingest.registry.client", "cdc_ingest.errors")
 
 
@@ -51,10 +57,6 @@ class _Msg(NamedTuple):
 
 def _stub_io(schema_messages: list[_Msg]) -> None:
     """Kafka and the registry answered in memory, at their clients."""
-    from cdc_ingest.kafka import TransactionalProducer
-    from cdc_ingest.kafka.offsets import GroupOffsets
-    from cdc_ingest.registry.client import RegistryClient
-
     for name in ("init", "begin", "send_offsets", "commit", "abort", "close", "poll"):
         setattr(TransactionalProducer, name, lambda self, *a, **k: None)
     TransactionalProducer.send = lambda self, *a, **k: None  # type: ignore[method-assign]
@@ -74,8 +76,6 @@ def _stub_io(schema_messages: list[_Msg]) -> None:
 
 
 def _settings(modules: dict[str, str], fmt: str, old: bool) -> Any:
-    from cdc_ingest.registry.client import RegistryConfig
-    from cdc_ingest.routing.routes import Router, RouteRule
 
     settings_mod = importlib.import_module(modules["settings"])
     common: dict[str, Any] = dict(
@@ -112,7 +112,6 @@ def walk(fmt: str, old: bool) -> dict[str, Any]:
     topics = importlib.import_module(modules["topics"])
     layout_id = importlib.import_module("cdc_ingest.capture.flinktypes" if old
                                         else "cdc_ingest.capture.typed_layout").layout_id
-    from cdc_ingest.model.schema_topic import encode, layout_key, layout_value
 
     typed = [dict(c) for c in COLUMNS]
     lid = layout_id("shop", "t", typed)  # type: ignore[arg-type]

@@ -64,11 +64,6 @@ class SinkSettings:
     tx_parts_topic: str | None = None
     schema_topic: str = ""  # the typed layouts (sink/task/layouts.py)
 
-    @property
-    def events(self) -> EventOptions | None:
-        """The change events' options (``sink.type: kafka``), or None (upsert-kafka)."""
-        return self.format if isinstance(self.format, EventOptions) else None
-
     def producer_config(self) -> dict[str, Any]:
         return {"message.max.bytes": self.max_message_bytes, **self.kafka}
 

@@ -23,6 +23,7 @@ from itertools import chain
 from typing import Any
 
 from cdc_ingest.formats.change_events import EventSerde
+from cdc_ingest.formats.event_routing import EventOptions
 from cdc_ingest.formats.upsert_avro import AvroSinkSerde
 from cdc_ingest.formats.upsert_json import Serde, SinkMessage, SinkSerde, last_per_key
 from cdc_ingest.kafka import PlainProducer
@@ -75,7 +76,7 @@ def _sink_topics(settings: SinkSettings) -> SinkTopics:
     if topics is None:
         topics = _topics[settings.group_id] = SinkTopics(
             settings.kafka, settings.topic_partitions, settings.topic_replication,
-            settings.max_message_bytes, compact=settings.events is None)
+            settings.max_message_bytes, compact=isinstance(settings.format, UpsertFormat))
     return topics
 
 
@@ -111,13 +112,13 @@ def _plain(settings: SinkSettings) -> PlainProducer:
 
 def make_serde(settings: SinkSettings) -> Serde:
     """Upsert messages, or (``sink.type: kafka``) change events."""
-    layouts = SchemaTopicLayouts(settings.kafka, settings.schema_topic)
-    if settings.events is not None:
-        return EventSerde(settings.router, settings.events, settings.with_headers,
-                          settings.transforms, layouts)
     upsert = settings.format
-    assert isinstance(upsert, UpsertFormat)
+    if isinstance(upsert, EventOptions):
+        return EventSerde(settings.router, upsert, settings.with_headers, settings.transforms,
+                          SchemaTopicLayouts(settings.kafka, settings.schema_topic)
+                          if upsert.typed else None)
     if (avro := upsert.avro) is not None:
+        layouts = SchemaTopicLayouts(settings.kafka, settings.schema_topic)
         return AvroSinkSerde(settings.router.sink_topics, upsert.except_key,
                              settings.with_headers, (avro.key is not None, avro.value is not None),
                              layouts, Registries(avro), settings.transforms,
@@ -208,7 +209,8 @@ def _produce(send: Send, settings: SinkSettings, counters: Counters,
         out = last_per_key(out)
     if tally is not None:
         tally.count(out)
-    partition = settings.events.partition if settings.events is not None else -1
+    events = settings.format
+    partition = events.partition if isinstance(events, EventOptions) else -1
     counters.bytes_out += produce(send, _sink_topics(settings),
                                   settings.dead_letter_topic, out, counters.per_table,
                                   partition)
