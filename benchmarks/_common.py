@@ -30,6 +30,7 @@ from typing import Any
 import confluent_kafka
 import pymysql
 
+from cdc_ingest.config import MySqlSourceDef, format_duration
 from cdc_ingest.mysql.flavor import Flavor
 from cdc_ingest.mysql.gtid import lacking
 from cdc_ingest.services import KafkaBroker, MariaDB, MySQL
@@ -625,6 +626,16 @@ def git_state(repo: Path = REPO) -> dict[str, Any]:
     if modified:
         state["modified"] = modified
     return state
+
+
+def capture_defaults() -> str:
+    """``capture.transaction.max-rows`` and ``max-interval`` as the measured code defaults
+    them (its config model), for the ``capture_options`` of a result: the benchmarks leave
+    both unset, so a figure written here by hand went stale when a default changed."""
+    fields = MySqlSourceDef.model_fields
+    rows = fields["capture_transaction_max_rows"].default
+    interval = fields["capture_transaction_max_interval"].default
+    return f"capture.transaction.max-rows {rows}, max-interval {format_duration(interval)}"
 
 
 def machine_info(**extra: Any) -> dict[str, Any]:

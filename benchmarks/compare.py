@@ -42,6 +42,7 @@ from _common import (
     Measure,
     Services,
     add_service_args,
+    capture_defaults,
     cpu_seconds,
     log_tail,
     machine_info,
@@ -820,8 +821,8 @@ def _run(args: argparse.Namespace) -> int:
                            MAX_OFFSETS, "trigger_interval": TRIGGER,
                            "processes": "alo, eo: cdc-ingest capture + cdc-ingest sink "
                                         "(local[*]); first: cdc-ingest start",
-                           "capture_options": "defaults (capture.transaction.max-rows 5000, "
-                                              "max-interval 1s), heartbeat.interval 1s"},
+                           "capture_options": f"defaults ({capture_defaults()}), "
+                                              "heartbeat.interval 1s"},
             "debezium": config_of,
             "poll_s": POLL_S, "memory_sample_s": SAMPLE_S, "grace_s": GRACE_S,
             "first": {"backlog": "the eo pipeline (workload's binlog range) under "

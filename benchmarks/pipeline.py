@@ -34,6 +34,7 @@ from _common import (
     Services,
     add_service_args,
     baseline_package,
+    capture_defaults,
     cpu_seconds,
     log_tail,
     machine_info,
@@ -1062,8 +1063,8 @@ def main(argv: list[str] | None = None) -> int:
             "rows": args.rows, "repeats": args.repeat, "only": sorted(only),
             "pipeline_parallelism": PARALLELISM, "poll_s": POLL_S, **asdict(st),
             "sweep_max_offsets": sweep,
-            "capture_options": "defaults (capture.transaction.max-rows 5000, max-interval 1s) "
-                               "for throughput, heartbeat.interval 1s",
+            "capture_options": f"defaults ({capture_defaults()}) for throughput, "
+                               "heartbeat.interval 1s",
             "sink": "local[*] (cdc-ingest sink), 2 changelog partitions -> 2 tasks per batch",
         },
         "machine": {**machine, "mysql_server": version},

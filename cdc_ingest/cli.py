@@ -42,6 +42,16 @@ def hold_stop_signals() -> list[int]:
     return received
 
 
+def restore_ctrl_c() -> None:
+    """Let Ctrl-C (SIGINT) stop a command even when it was started with SIGINT ignored: a
+    shell runs a script's background job (`cdc-ingest watch ... &`) so, an ignored signal
+    stays ignored across exec, and Python then installs no KeyboardInterrupt handler. The
+    long-running commands replace the disposition with their own handlers anyway
+    (:func:`hold_stop_signals`); this gives every other command the same answer to SIGINT."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def _stopped_while_starting(received: list[int], what: str) -> bool:
     if received:
         log.info("stop requested (signal %d) while %s was starting: stopping before it did "
@@ -246,6 +256,7 @@ def demo(no_wait: bool, fmt: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    restore_ctrl_c()
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
         cli.main(args=argv, prog_name="cdc-ingest", standalone_mode=False)

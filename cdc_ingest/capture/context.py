@@ -34,9 +34,12 @@ class CaptureContext:
     stopping: Callable[[], bool]  # a stop was asked for, or a request arrived
 
     def snapshotter(self, index: int) -> Snapshotter:
-        """Reader ``index`` (0: the planner's), with its own connections and replica
-        server-id."""
+        """Snapshot reader ``index`` (0 .. snapshot_parallelism - 1), with its own
+        connections; its windows replicate as server-id ``snapshot_server_id + index``, an
+        id of the configured range (ServerIdRange.capture_ids). The planner is a reader 0
+        too: it plans chunks and never replicates, so the id is never used twice at once."""
         o = self.options
+        assert 0 <= index < o.snapshot_parallelism, index
         return Snapshotter(o.connection, o.snapshot_server_id + index, o.key_columns,
                            o.tinyint1_as_boolean, o.chunk_size, o.fetch_size)
 

@@ -105,11 +105,10 @@ def capture_options(defn: PipelineDef) -> CaptureOptions:
         heartbeat_s=heartbeat_seconds(s.heartbeat_interval.total_seconds()),
         connect_retries=s.connect_max_retries,
         metrics_port=p.metrics_port + 1 if p.metrics_port else None,
-        snapshot_server_id=(s.server_id_last if s.server_id_last > s.server_id_first
-                            else s.server_id_first + 1),
+        snapshot_server_id=defn.capture_server_ids[1],  # reader i: this + i
         chunk_size=s.scan_incremental_snapshot_chunk_size,
         fetch_size=s.scan_snapshot_fetch_size,
-        snapshot_parallelism=s.scan_incremental_snapshot_parallelism or p.parallelism,
+        snapshot_parallelism=defn.snapshot_readers,
         transaction_metadata=bool(getattr(defn.sink, "sink_transaction_metadata_topic", None)),
     )
 

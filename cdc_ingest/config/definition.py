@@ -51,6 +51,18 @@ class PipelineDef(ConfigModel):
     def sink_group_id(self) -> str:
         return names.sink_group_id(self.transactional_id_prefix)
 
+    @property
+    def snapshot_readers(self) -> int:
+        """Snapshot readers at once: ``scan.incremental.snapshot.parallelism``, else
+        ``pipeline.parallelism``."""
+        return self.source.snapshot_readers(self.pipeline.parallelism)
+
+    @property
+    def capture_server_ids(self) -> range:
+        """Every server-id capture replicates as: the binlog reader's first, then the
+        snapshot readers' (ServerIdRange.capture_ids)."""
+        return self.source.server_id.capture_ids(self.snapshot_readers)
+
     def router(self) -> Router:
         """The compiled route rules with ``pipeline.route-mode``."""
         return Router.from_defs(self.routes, self.pipeline.route_mode)
@@ -91,6 +103,8 @@ class PipelineDef(ConfigModel):
                 found.append((("route", index, "sink-table"),
                               f"is the pipeline's {used}; rows would corrupt it",
                               "route to another topic"))
+        found += [(("source", *loc), message, fix) for loc, message, fix
+                  in self.source.implied_server_id_problems(self.pipeline.parallelism)]
         raise_problems("pipeline", found)
         self._typed_events_need_plain_columns()
         return self

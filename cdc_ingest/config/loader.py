@@ -14,7 +14,7 @@ from cdc_ingest.config.ignored import take_ignored
 from cdc_ingest.config.interpolate import Interpolator
 from cdc_ingest.config.kafka_sink import KafkaSinkDef
 from cdc_ingest.config.pipeline import PipelineOptions, RouteDef
-from cdc_ingest.config.problems import translate, unknown_option
+from cdc_ingest.config.problems import render_path, translate, unknown_option
 from cdc_ingest.config.sink import UpsertKafkaSinkDef
 from cdc_ingest.config.source import MySqlSourceDef
 from cdc_ingest.config.transform import TransformDef
@@ -84,6 +84,10 @@ def _build(data: dict[Any, Any], problems: list[ConfigProblem]) -> PipelineDef |
     pipeline = _section(data, "pipeline", PipelineOptions, problems, warnings)
     routes = _rules(data.get("route"), "route", RouteDef, problems)
     transforms = _rules(data.get("transform"), "transform", TransformDef, problems)
+    if source is not None and pipeline is not None:  # listed with the other sections' problems
+        problems.extend(ConfigProblem(render_path("source", loc), message, fix)
+                        for loc, message, fix
+                        in source.implied_server_id_problems(pipeline.parallelism))
     if (problems or source is None or sink is None or pipeline is None or routes is None
             or transforms is None):
         return None

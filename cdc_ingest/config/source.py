@@ -19,6 +19,7 @@ from cdc_ingest.config.source_types import (
     StartupModeOption,
     Tables,
     TimeZone,
+    capture_id_problems,
     selector,
 )
 from cdc_ingest.config.types import ConfigModel, FrozenDict
@@ -60,8 +61,12 @@ class MySqlSourceDef(ConfigModel):
         description="mapping `selector: col1,col2` giving key columns to tables "
         "without a primary key (our option); the first matching entry wins")
     server_id: ServerId = Field(alias="server-id", examples=["5400"],
-                                description="replica server id or range (`5400-5404`); unique "
-                                "among the server's replicas")
+                                description="replica server id or range (`5400-5404`), unique "
+                                "among the server's replicas. The binlog reader takes the first "
+                                "id, snapshot reader *i* the first + 1 + *i*: a range must hold "
+                                "1 + `scan.incremental.snapshot.parallelism` ids; a single id "
+                                "lends the readers the ids right after it (refused with that "
+                                "option set above 1; mysql-setup.md)")
     server_time_zone: TimeZone = Field("UTC", alias="server-time-zone",
                                        description="the server's session time zone (an IANA "
                                        "name such as `Asia/Shanghai`, or `+08:00`); checked, "
@@ -115,8 +120,8 @@ class MySqlSourceDef(ConfigModel):
         description="rows fetched per round trip while a chunk streams")
     scan_incremental_snapshot_parallelism: int | None = Field(
         None, alias="scan.incremental.snapshot.parallelism", ge=1,
-        description="snapshot chunks read at once; reader *i* replicates as server-id + 1 + *i* "
-        "(or the next ids of a `server-id` range)")
+        description="snapshot chunks read at once, each reader replicating with a server id "
+        "of its own (`server-id`)")
     treat_tinyint1_as_boolean_enabled: bool = Field(
         True, alias="treat-tinyint1-as-boolean.enabled",
         description="TINYINT(1) as JSON boolean")
@@ -205,15 +210,23 @@ class MySqlSourceDef(ConfigModel):
         return []
 
     def _server_id_problems(self) -> Found:
-        # Each parallel snapshot reader follows the binlog as a replica of its own.
+        # set here: judged with the source's other problems; else pipeline.parallelism
+        # decides (implied_server_id_problems, once the pipeline section is read)
         parallelism = self.scan_incremental_snapshot_parallelism
-        if parallelism is None or parallelism <= self.server_id.size:
+        if parallelism is None:
             return []
-        first = self.server_id.first
-        return [(("server-id",),
-                 f"has fewer ids than scan.incremental.snapshot.parallelism ({parallelism})",
-                 f"give a range of at least {parallelism} ids, e.g. "
-                 f"{first}-{first + parallelism - 1}")]
+        return capture_id_problems(self.server_id, parallelism)
+
+    def snapshot_readers(self, pipeline_parallelism: int) -> int:
+        """Snapshot readers at once: the option, else ``pipeline.parallelism``."""
+        return self.scan_incremental_snapshot_parallelism or pipeline_parallelism
+
+    def implied_server_id_problems(self, pipeline_parallelism: int) -> Found:
+        """``server-id`` problems when ``pipeline.parallelism`` sets the snapshot readers."""
+        if self.scan_incremental_snapshot_parallelism is not None:
+            return []  # the source's own validation judged them
+        return capture_id_problems(self.server_id, pipeline_parallelism,
+                                   implied_by=pipeline_parallelism)
 
     def _missing_offset(self) -> Found:
         if self.scan_startup_specific_offset_gtid_set:

@@ -10,7 +10,7 @@ from typing import Annotated, Any, NamedTuple
 
 from pydantic import BeforeValidator, PlainSerializer, PlainValidator
 
-from cdc_ingest.config.problems import problem
+from cdc_ingest.config.problems import Found, problem
 from cdc_ingest.config.types import FrozenDict, choice
 from cdc_ingest.errors import ConfigError
 from cdc_ingest.routing.selectors import TableSelector
@@ -44,6 +44,60 @@ class ServerIdRange(NamedTuple):
 
     def __str__(self) -> str:
         return str(self.first) if self.first == self.last else f"{self.first}-{self.last}"
+
+    def capture_ids(self, snapshot_readers: int) -> range:
+        """The ids capture replicates as: the binlog reader takes ``first``, snapshot reader
+        *i* ``first + 1 + i``. A range holds them all (:func:`capture_id_problems` refuses a
+        smaller one); a single id is the binlog reader's, and the readers take the ids right
+        after it."""
+        return range(self.first, self.first + 1 + snapshot_readers)
+
+
+_PARALLELISM = "scan.incremental.snapshot.parallelism"
+
+
+def capture_id_problems(ids: ServerIdRange, snapshot_readers: int, *,
+                        implied_by: int | None = None) -> Found:
+    """``server-id`` problems of capture with ``snapshot_readers`` snapshot readers; the
+    parallelism is ``implied_by`` ``pipeline.parallelism`` (that value) when not set.
+
+    A range must hold 1 binlog reader + the snapshot readers. A single id with the
+    parallelism set above 1 is refused as well (as it always was: asking for parallel
+    readers asks for a range); with the parallelism implied, or 1, a single id lends its
+    readers the ids right after it, up to the largest server id."""
+    needed = 1 + snapshot_readers
+    if ids.size == 1:
+        if implied_by is not None or snapshot_readers == 1:
+            return _past_the_last_id(ids, needed)
+        message = (f"is a single id; with {_PARALLELISM} {snapshot_readers} capture needs "
+                   f"{needed} ({_readers(snapshot_readers)})")
+    elif ids.size >= needed:
+        return []
+    else:
+        message = (f"the range {ids} has {ids.size} ids; capture needs {needed} "
+                   f"({_readers(snapshot_readers)})")
+    first = min(ids.first, _MAX_SERVER_ID - needed + 1)
+    fewer = max(ids.size - 1, 1)  # a single id serves one snapshot reader
+    lower = (f"lower {_PARALLELISM} to {fewer}" if implied_by is None else
+             f"set {_PARALLELISM}: {fewer}, which now follows pipeline.parallelism: "
+             f"{implied_by}")
+    verb = "widen it to" if ids.size > 1 else "write the range"
+    return [(("server-id",), message, f"{verb} {first}-{first + needed - 1}, or {lower}")]
+
+
+def _readers(snapshot_readers: int) -> str:
+    plural = "s" if snapshot_readers > 1 else ""
+    return f"1 binlog reader + {snapshot_readers} snapshot reader{plural}"
+
+
+def _past_the_last_id(ids: ServerIdRange, needed: int) -> Found:
+    last = ids.first + needed - 1
+    if last <= _MAX_SERVER_ID:
+        return []
+    first = _MAX_SERVER_ID - needed + 1
+    return [(("server-id",), f"leaves the snapshot readers ids above {_MAX_SERVER_ID} "
+             f"(capture needs {needed}: {_readers(needed - 1)})",
+             f"write the range {first}-{_MAX_SERVER_ID}, or a lower id")]
 
 
 def _server_id(value: Any) -> ServerIdRange:

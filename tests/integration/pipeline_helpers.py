@@ -19,9 +19,9 @@ import yaml
 from cdc_ingest.kafka import read_topic
 from tests.integration.flavors import gtid_now
 
-__all__ = ["changelog", "cli", "gtid_now", "rows_of", "sink_topic", "start_capture",
-           "start_command", "stop", "wait_for", "wait_quietly", "write_pipeline",
-           "written_batches"]
+__all__ = ["changelog", "cli", "default_sigint", "gtid_now", "rows_of", "sink_topic",
+           "start_capture", "start_command", "stop", "wait_for", "wait_quietly",
+           "write_pipeline", "written_batches"]
 
 
 def write_pipeline(
@@ -76,12 +76,23 @@ def start_capture(config: Path, log: Path) -> subprocess.Popen[bytes]:
     return start_command("capture", config, log)
 
 
-def start_command(command: str, config: Path, log: Path) -> subprocess.Popen[bytes]:
-    """`cdc-ingest <command> --config <config>` in the background, output appended to log."""
+def default_sigint() -> None:
+    """``preexec_fn`` of a child a test may stop with SIGINT: SIGINT's default disposition
+    in it, whatever the suite inherited. A shell starts a script's background job (`nohup
+    pytest ... &`) with SIGINT ignored, every process below inherits that, and an ignored
+    SIGINT would leave the child running."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start_command(command: str, config: Path, log: Path,
+                  *extra: str) -> subprocess.Popen[bytes]:
+    """`cdc-ingest <command> --config <config> [extra]` in the background, output appended
+    to log; SIGINT stops it however the suite was started (:func:`default_sigint`)."""
     handle = log.open("ab")
     return subprocess.Popen(
-        [sys.executable, "-m", "cdc_ingest.cli", command, "--config", str(config)],
+        [sys.executable, "-m", "cdc_ingest.cli", command, "--config", str(config), *extra],
         stdout=handle, stderr=subprocess.STDOUT,
+        preexec_fn=default_sigint,  # noqa: PLW1509 - no threads of ours fork meanwhile
     )
 
 

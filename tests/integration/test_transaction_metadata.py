@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import re
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +28,8 @@ TX_HEADERS = ("transaction.id", "transaction.total_order", "transaction.data_col
 
 def _watch_transactions(config: Path, log: Path, blocks: int) -> str:
     """`watch --transactions --from-beginning` until it printed ``blocks`` transactions."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cdc_ingest.cli", "watch", "--config", str(config),
-         "--transactions", "--from-beginning"],
-        stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    log.write_bytes(b"")
+    proc = start_command("watch", config, log, "--transactions", "--from-beginning")
     try:
         wait_for(lambda: log.read_text().count("\ntransaction ") >= blocks
                  or proc.poll() is not None, timeout=60, what=f"{blocks} transaction blocks")

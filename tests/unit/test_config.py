@@ -132,7 +132,7 @@ def test_every_source_option() -> None:
     src = parse(minimal(source={
         "name": "MySQL Source", "port": "3307", "tables.exclude": r"shop.tmp_\.*",
         "tables.key-columns": {"shop.audit": "id, ts", r"shop.log_[0-9]+": ["seq"]},
-        "server-id": "5400-5404", "server-time-zone": "Asia/Shanghai",
+        "server-id": "5400-5405", "server-time-zone": "Asia/Shanghai",
         "scan.startup.mode": "specific-offset",
         "scan.startup.specific-offset.file": "mysql-bin.000003",
         "scan.startup.specific-offset.pos": 4,
@@ -151,8 +151,8 @@ def test_every_source_option() -> None:
     assert src.key_columns_for("shop", "audit") == ("id", "ts")
     assert src.key_columns_for("shop", "log_12") == ("seq",)
     assert src.key_columns_for("shop", "orders") is None
-    assert (src.server_id_first, src.server_id_last, src.server_id.size) == (5400, 5404, 5)
-    assert str(src.server_id) == "5400-5404"
+    assert (src.server_id_first, src.server_id_last, src.server_id.size) == (5400, 5405, 6)
+    assert str(src.server_id) == "5400-5405"
     assert src.server_time_zone == "Asia/Shanghai"
     assert src.scan_startup_mode is StartupMode.SPECIFIC_OFFSET
     assert src.scan_startup_specific_offset_file == "mysql-bin.000003"

@@ -279,7 +279,7 @@ def test_timestamp_mode_needs_millis() -> None:
 def test_snapshot_parallelism_needs_enough_server_ids() -> None:
     doc = minimal(source={"server-id": "5400-5401", "scan.incremental.snapshot.parallelism": 4})
     problem = only(doc, "source.server-id")
-    assert "5400-5403" in problem.fix
+    assert "5400-5404" in problem.fix  # 1 binlog reader + 4 snapshot readers
 
 
 def test_managed_kafka_properties_are_refused() -> None:
