@@ -24,6 +24,7 @@ from cdc_ingest.verify.mysql import MySqlSide, RowConverter, TableShape
 from cdc_ingest.verify.report import summary_line, topic_lines
 from cdc_ingest.verify.topics import (
     canonical_key,
+    columns_ever,
     known_tables,
     latest_values,
     schema_topic_pins,
@@ -100,6 +101,7 @@ def _check_topic(
     kafka = client_config(defn.sink.properties)
     events = event_address(defn)
     pinned = pinned_columns(defn, kafka)
+    ever = columns_ever(kafka, defn.pipeline.schema_topic)
     latest = latest_values(kafka, topic, events=events is not None,
                            avro=avro_reader(defn, kafka, [shapes[name] for name in tables]))
     rules = {name: _rule(defn, name) for name in tables}
@@ -122,7 +124,9 @@ def _check_topic(
             check.columns_added(name, mysql.added_values(shape, boolean))
             rule = rules[name]
             columns = pinned.get((shape.db, shape.table))
-            gone = frozenset(columns or ()) - {c.name for c in shape.columns}
+            now = {c.name for c in shape.columns}
+            gone = frozenset(columns or ()) - now
+            dropped = ever.get((shape.db, shape.table), frozenset()) - now
             stamps = _timestamps(shape) if events is not None else frozenset()
             iso = events is not None and events.iso_values
             for values in mysql.rows(shape):
@@ -133,7 +137,8 @@ def _check_topic(
                 if columns is not None:  # schema.change.behavior: ignore
                     row = {c: row[c] for c in columns if c in row}
                 if rule is None:
-                    check.row(name, expected_key, shape.key, row, ignored=gone)
+                    check.row(name, expected_key, shape.key, row, ignored=gone,
+                              dropped=dropped)
                     continue
                 try:
                     projected = transformed(rule, name, row)
@@ -142,7 +147,7 @@ def _check_topic(
                     break
                 if projected is not None:
                     check.row(name, expected_key, shape.key, *projected,
-                              ignored=rule.op_ts_columns)
+                              ignored=rule.op_ts_columns, dropped=dropped)
     return check.finish()
 
 

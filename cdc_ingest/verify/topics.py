@@ -35,6 +35,16 @@ def known_tables(kafka: dict[str, Any], topic: str) -> list[tuple[str, str]]:
     return sorted(fold(read_topic(kafka, topic)).tables)
 
 
+def columns_ever(kafka: dict[str, Any], topic: str) -> dict[tuple[str, str], frozenset[str]]:
+    """Every column each table's messages were ever written with: the columns of all its
+    typed layouts in the schema topic (capture writes a layout before its first row)."""
+    found: dict[tuple[str, str], set[str]] = {}
+    for layout in fold(read_topic(kafka, topic)).layouts.values():
+        found.setdefault((str(layout["db"]), str(layout["table"])), set()).update(
+            str(c["name"]) for c in layout["columns"])
+    return {table: frozenset(names) for table, names in found.items()}
+
+
 def _as_is(value: bytes | None) -> bytes | None:
     return value
 

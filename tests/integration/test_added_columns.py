@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 import pymysql
+from confluent_kafka import Producer
 
 from tests.integration.flavors import Source
 from tests.integration.pipeline_helpers import (
@@ -117,5 +118,49 @@ def test_ignore_keeps_each_tables_first_columns_and_verify_agrees(
         assert latest[3] == {"id": 3, "a": 3, "b": "b"}  # unchanged since
         report = cli("verify", "--config", str(config))
         assert report.returncode == 0, report.stdout + report.stderr
+    finally:
+        assert stop(proc, timeout=60) == 0, log.read_text()[-3000:]
+
+
+def test_a_dropped_columns_field_in_older_messages_is_not_a_difference_but_a_stray_one_is(
+    source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
+) -> None:
+    """``DROP COLUMN``: messages written before it keep the column's field, which a consumer
+    reading the table's current schema ignores (docs/output-contract.md, "Schema changes");
+    verify agrees, and still reports a field that never was a column of the table."""
+    db = fresh_source_db
+    conn = pymysql.connect(**source.admin, database=db, autocommit=True)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT, old VARCHAR(10) DEFAULT 'o')")
+        cur.executemany("INSERT INTO t (id, v) VALUES (%s, 0)", [(i,) for i in range(1, 11)])
+    config = write_pipeline(
+        tmp_path / "p.yaml", source, kafka, f"drop-{db}", f"{db}.t",
+        source={"scan.startup.mode": "initial", "capture.transaction.max-interval": "200ms"},
+        sink={"sink.delivery-guarantee": "exactly-once"},
+    )
+    topic = f"{db}.t"
+    log = tmp_path / "start.log"
+    proc = start_command("start", config, log)
+    try:
+        wait_for(lambda: len(_latest(kafka, topic)) == 10, timeout=180, what="the snapshot")
+        with conn.cursor() as cur:
+            cur.execute("ALTER TABLE t DROP COLUMN old")
+            cur.execute("UPDATE t SET v = 1 WHERE id <= 3")
+        wait_for(lambda: all((_latest(kafka, topic).get(i) or {}).get("v") == 1
+                             for i in (1, 2, 3)), timeout=120, what="the updates")
+        latest = _latest(kafka, topic)
+        assert latest[1] == {"id": 1, "v": 1}
+        assert latest[5] == {"id": 5, "v": 0, "old": "o"}  # written before the DROP COLUMN
+        report = cli("verify", "--config", str(config))
+        assert report.returncode == 0, report.stdout + report.stderr
+
+        # a field no layout of the table ever had is a difference, dropped column or not
+        producer = Producer({"bootstrap.servers": kafka.bootstrap})
+        producer.produce(topic, orjson.dumps({"id": 7, "v": 0, "bogus": 1}),
+                         orjson.dumps({"id": 7}))
+        producer.flush(30)
+        report = cli("verify", "--config", str(config))
+        assert report.returncode == 8, report.stdout + report.stderr
+        assert "differing 1" in report.stdout and "bogus" in report.stdout, report.stdout
     finally:
         assert stop(proc, timeout=60) == 0, log.read_text()[-3000:]
