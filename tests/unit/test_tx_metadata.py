@@ -12,7 +12,7 @@ import pytest
 from cdc_ingest.capture.binlog_schema import ColumnSpec, FieldType, TableSchema
 from cdc_ingest.capture.decoder import compiled_available
 from cdc_ingest.capture.encode import KeyPlan, TableEncoder, table_encoder
-from cdc_ingest.capture.tx_marks import TxMarks
+from cdc_ingest.capture.metadata_marks import MetadataMarks
 from cdc_ingest.model.changelog import snapshot_value
 from cdc_ingest.sink.driver.metadata_writer import Tally, begin_end
 from cdc_ingest.sink.driver.task_settings import sink_settings
@@ -184,7 +184,7 @@ def test_begin_and_end_as_debezium_writes_them() -> None:
 
 
 def test_capture_numbers_rows_per_table_and_ends_transactions_with_rows_only() -> None:
-    marks = TxMarks(True, partitions=3)
+    marks = MetadataMarks(True, partitions=3)
     marks.begin()
     assert marks.end(5) is None  # no rows of a captured table: no TX record
     marks.begin()
@@ -195,7 +195,7 @@ def test_capture_numbers_rows_per_table_and_ends_transactions_with_rows_only() -
                                                   "partitions": 3, "ts_ms": 77}
     marks.begin()
     assert marks.rows("0-1-4", "db", "a", 0, 1) == 0  # counting starts again
-    off = TxMarks(False, partitions=3)
+    off = MetadataMarks(False, partitions=3)
     assert off.rows("0-1-3", "db", "a", 0, 2) is None and off.end(1) is None
 
 

@@ -4,7 +4,7 @@ transaction saying what it wrote for which MySQL transaction.
 
 Capture gives each row record of a MySQL transaction its id and row number (``pos``:
 ``<id>#<n>``) and its number within its table (``table_delta``), and writes a ``TX`` record
-into every changelog partition after the transaction's last row (capture/tx_marks.py). A
+into every changelog partition after the transaction's last row (capture/metadata_marks.py). A
 task turns each row's messages' headers into ``headers + transaction.*``; when it commits a
 chunk it adds, in the same Kafka transaction as the messages and the consumed offsets, a part
 record: per MySQL transaction, the messages written per sink topic, and whether this

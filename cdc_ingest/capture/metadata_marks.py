@@ -18,7 +18,7 @@ from __future__ import annotations
 from cdc_ingest.model.changelog import tx_value
 
 
-class TxMarks:
+class MetadataMarks:
     """The current MySQL transaction's per-table row counts and id (``on``: metadata is
     wanted; else every method does nothing)."""
 
