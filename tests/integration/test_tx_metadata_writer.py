@@ -56,7 +56,7 @@ def test_a_restarted_writer_writes_each_end_once_also_after_a_killed_one(kafka: 
     # killed between sending and committing: its transaction (A's END again, a newer
     # state) stays open until the next writer fences it
     first._stop.set()  # its thread stops; the producer is not closed (as after SIGKILL)
-    producer = first._producer
+    producer = first._tx._producer  # SinkTransaction's producer
     producer.begin()
     producer.send(meta, b'{"status":"END","id":"A"}', b'{"id":"A"}', partition=0)
     producer.send(state, b'{"v":1,"next":99,"cut":{}}', STATE_KEY)
