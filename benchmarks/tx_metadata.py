@@ -88,6 +88,7 @@ from tx_visibility import measure_visibility
 
 from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.kafka.consumer import PartitionReader
+from cdc_ingest.model.transaction_metadata import ID_HEADER, TX_VALUE_START
 from cdc_ingest.sink.driver.metadata_writer import TxMetadataWriter
 
 log = logging.getLogger("benchmarks.tx_metadata")
@@ -97,7 +98,6 @@ LAT_ORDERS, LAT_LINES = "lat_orders", "lat_lines"
 LINES_PER_TX = 9  # multi shape: 1 order + 9 lines per MySQL transaction
 TX_PER_TRIP = 200  # MySQL transactions sent per round trip (multi-statement) when writing
 MAX_OFFSETS = 500_000  # pipeline.max-offsets-per-trigger, as pipeline.py
-TX_PREFIX = b'{"v":1,"op":"TX",'  # how a changelog TX record's value starts
 END_WAIT_S = 120.0  # after the rows: how long the last END may take
 DRAIN_S = 60.0
 
@@ -347,7 +347,7 @@ def sink_summary(bootstrap: str, topics: list[str]) -> dict[str, Any]:
 
         def visit(msg: Any) -> None:
             nonlocal headed
-            headed += any(k == "transaction.id" for k, _ in (msg.headers() or ()))
+            headed += any(k == ID_HEADER for k, _ in (msg.headers() or ()))
 
         n = read_committed(bootstrap, topic, visit)
         out["per_topic"][topic] = n
@@ -363,7 +363,7 @@ def changelog_composition(bootstrap: str, topics: dict[str, Any]) -> dict[str, i
 
     def visit(msg: Any) -> None:
         value = msg.value()
-        counts["tx" if value is not None and value.startswith(TX_PREFIX) else "rows"] += 1
+        counts["tx" if value is not None and value.startswith(TX_VALUE_START) else "rows"] += 1
 
     read_committed(bootstrap, topics["changelog"], visit)
     out = {"changelog_row_records": counts["rows"], "changelog_tx_records": counts["tx"]}

@@ -25,13 +25,13 @@ from cdc_ingest.capture.context import CaptureContext, Done, RekeyRequested, Tab
 from cdc_ingest.capture.encode import KEEP_ALL, KEEP_NEW, KEEP_OLD, Encoders, KeyPlan
 from cdc_ingest.capture.events import Ddl, Heartbeat, Rows, TxBegin, TxCommit
 from cdc_ingest.capture.key_schema import of_binlog
+from cdc_ingest.capture.metadata_marks import MetadataMarks
 from cdc_ingest.capture.progress import Progress
-from cdc_ingest.capture.resume import Transactions, same_server
+from cdc_ingest.capture.resume import MySqlTxTracker, same_server
 from cdc_ingest.capture.schema_guard import RekeyNeeded
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.socket_reader import ReadStopped
 from cdc_ingest.capture.table_ddl import Arrived, TableDdl
-from cdc_ingest.capture.tx_marks import TxMarks
 from cdc_ingest.capture.typed_layout import typed_from_binlog
 from cdc_ingest.errors import SourceUnavailable
 from cdc_ingest.model import Position
@@ -44,10 +44,11 @@ log = logging.getLogger(__name__)
 IDLE_COMMIT_GAP_S = 0.05
 
 class BinlogPhase:
-    """``transactions``: what of the MySQL transactions ahead an earlier run captured;
+    """``mysql_tx``: the MySQL transaction being read, and what of the ones ahead an earlier
+    run captured (``self._tx`` is capture's Kafka transaction);
     ``chunk_filter``: what the snapshot's rows hold already (None: nothing)."""
 
-    def __init__(self, ctx: CaptureContext, transactions: Transactions, progress: Progress,
+    def __init__(self, ctx: CaptureContext, mysql_tx: MySqlTxTracker, progress: Progress,
                  chunk_filter: ChunkFilter | None) -> None:
         self._ctx = ctx
         self._tx = ctx.tx
@@ -57,12 +58,12 @@ class BinlogPhase:
         self._catalog = ctx.catalog
         self._guard = ctx.schemas
         self._stopping = ctx.stopping
-        self._source_tx = transactions
+        self._mysql_tx = mysql_tx
         self._progress = progress
         self.chunk_filter = chunk_filter
         self._failures = 0  # failed reconnects in a row (kept across a re-key)
         self._encoders = Encoders(self._on_layout, self._guard.pinned)
-        self._marks = TxMarks(ctx.options.transaction_metadata, ctx.partitions)
+        self._marks = MetadataMarks(ctx.options.transaction_metadata, ctx.partitions)
         self._ddl = TableDdl(ctx)
 
     def run(self, open_reader: Callable[[Position], BinlogReader],
@@ -112,7 +113,7 @@ class BinlogPhase:
         """A table was re-keyed in place (capture/rekey.py): read the binlog again from the
         committed position, with ``chunk_filter`` dropping what the re-key's rows hold."""
         self.chunk_filter = chunk_filter
-        self._source_tx = self._source_tx.resumed_at(self._tx.committed)
+        self._mysql_tx = self._mysql_tx.resumed_at(self._tx.committed)
         self._encoders = Encoders(self._on_layout, self._guard.pinned)
 
     def _resume_after(self, lost: SourceUnavailable, failures: int, retries: int) -> None:
@@ -132,7 +133,7 @@ class BinlogPhase:
         log.warning("%s; everything read before is committed; reading again from %s in "
                     "%.0fs (reconnect %d of %d)", str(lost).rstrip("."), at, delay, failures,
                     retries)
-        self._source_tx = self._source_tx.resumed_at(tx.committed)
+        self._mysql_tx = self._mysql_tx.resumed_at(tx.committed)
         deadline = time.monotonic() + delay
         while time.monotonic() < deadline and not self._stopping():
             time.sleep(0.1)
@@ -151,13 +152,13 @@ class BinlogPhase:
             elif isinstance(ev, TxCommit):
                 self._on_commit(ev.file, ev.pos, ev.ts)
             elif isinstance(ev, Ddl):
-                if not self._source_tx.skipped:
+                if not self._mysql_tx.skipped:
                     self._ddl.follow(ev, self.chunk_filter)
                 if ev.ends_tx:
                     self._on_commit(ev.file, ev.pos, ev.ts)
-                if self._ddl.arrived and self._source_tx.current is None:
+                if self._ddl.arrived and self._mysql_tx.current is None:
                     self._ddl.snapshot_arrivals(self.chunk_filter)  # raises Arrived
-            elif isinstance(ev, Heartbeat) and self._source_tx.current is None:
+            elif isinstance(ev, Heartbeat) and self._mysql_tx.current is None:
                 tx.position = replace(tx.position, file=ev.file, pos=ev.pos)
             tx.maybe_commit()
             self._progress.maybe_log(tx.committed)
@@ -173,7 +174,7 @@ class BinlogPhase:
         every IDLE_COMMIT_GAP_S: a binlog of many small transactions that capture keeps up
         with would otherwise be a Kafka transaction each. Returns when to be asked again."""
         tx = self._tx
-        if self._source_tx.current is not None:
+        if self._mysql_tx.current is not None:
             return None  # inside a MySQL transaction: its end comes, or max-interval
         if not (tx.is_open or tx.committed.rows_done):
             return None
@@ -184,24 +185,24 @@ class BinlogPhase:
         return None
 
     def _on_begin(self, ev: TxBegin) -> None:
-        self._source_tx.begin(ev)
+        self._mysql_tx.begin(ev)
         self._marks.begin()
         self._tx.position = self._tx.position.begun(ev.gtid, ev.file, ev.pos, ev.ts * 1000)
 
     def _on_rows(self, ev: Rows) -> None:
-        if self._source_tx.skipped:
+        if self._mysql_tx.skipped:
             return
         tx = self._tx
         if not ev.schema.primary_key and self._ddl.gone(ev.schema):  # a keyed table: no call
-            self._source_tx.rows_event(len(ev.rows))  # counted, not written
-            tx.position = tx.position.after_rows(self._source_tx.rows, ev.ts * 1000)
+            self._mysql_tx.rows_event(len(ev.rows))  # counted, not written
+            tx.position = tx.position.after_rows(self._mysql_tx.rows, ev.ts * 1000)
             return
         encoder = self._encoders.get(ev.schema, ev.where)
         at = tx.position
         prefix = at.tx_gtid or f"{at.file}:{at.pos}"
         rows = ev.rows
         # rows of this MySQL transaction before this event; rows an earlier run captured
-        before_event, i = self._source_tx.rows_event(len(rows))
+        before_event, i = self._mysql_tx.rows_event(len(rows))
         keep = self._keep(ev, encoder.plan)
         ts_ms = ev.ts * 1000
         delta = self._marks.rows(prefix, ev.schema.db, ev.schema.table, before_event,
@@ -218,7 +219,7 @@ class BinlogPhase:
             if tx.full:
                 tx.position = replace(tx.position, rows_done=before_event + i)
                 tx.commit()
-        tx.position = tx.position.after_rows(self._source_tx.rows, ts_ms)
+        tx.position = tx.position.after_rows(self._mysql_tx.rows, ts_ms)
         self._progress.event_ts = ev.ts
 
     def _on_layout(self, schema: TableSchema, where: str) -> str:
@@ -262,7 +263,7 @@ class BinlogPhase:
         marker = self._marks.end(ts * 1000)
         if marker is not None:  # after the transaction's last row, before its position
             self._tx.marker(marker, range(self._partitions), ts * 1000)
-        gtid = self._source_tx.commit()
+        gtid = self._mysql_tx.commit()
         tx = self._tx
         snapshot = tx.position.snapshot
         if self.chunk_filter is not None and (file, pos) > self.chunk_filter.last:
@@ -271,7 +272,7 @@ class BinlogPhase:
             log.info("past the snapshot's binlog window (%s:%s): the snapshot is complete",
                      file, pos)
         tx.position = Position(
-            gtid_set=self._source_tx.seen_gtid if gtid is not None else tx.position.gtid_set,
+            gtid_set=self._mysql_tx.seen_gtid if gtid is not None else tx.position.gtid_set,
             file=file, pos=pos, ts_ms=ts * 1000, snapshot=snapshot,
             tables=tx.position.tables, signals=tx.position.signals,
         )

@@ -109,7 +109,7 @@ def capture_options(defn: PipelineDef) -> CaptureOptions:
         chunk_size=s.scan_incremental_snapshot_chunk_size,
         fetch_size=s.scan_snapshot_fetch_size,
         snapshot_parallelism=defn.snapshot_readers,
-        transaction_metadata=bool(getattr(defn.sink, "sink_transaction_metadata_topic", None)),
+        transaction_metadata=bool(defn.sink.sink_transaction_metadata_topic),
     )
 
 

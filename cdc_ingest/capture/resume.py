@@ -3,7 +3,7 @@
 * :func:`start_position`: the committed position, or on a first start the one
   ``scan.startup.mode`` names (with a snapshot state for ``initial`` / ``snapshot``); refused
   when the server no longer has its binlog.
-* :class:`Transactions`: follows the MySQL transaction capture is in, and says what of it to
+* :class:`MySqlTxTracker`: follows the MySQL transaction capture is in, and says what of it to
   skip: a transaction whose GTID is already in the committed set (the replication library
   re-sends after reconnecting on its own), one older than ``scan.startup.timestamp-millis``,
   and the rows of a transaction that an earlier run stopped inside (``Position.rows_done``).
@@ -49,7 +49,7 @@ def first_position(spec: StartupSpec, catalog: Catalog) -> Position:
         if spec.file and spec.pos is not None:
             return catalog.at(spec.file, spec.pos)
     if spec.mode == "timestamp" and spec.timestamp_ms is not None:
-        # Transactions older than the timestamp are skipped (Transactions.skip_before_s).
+        # Transactions older than the timestamp are skipped (MySqlTxTracker.skip_before_s).
         return catalog.earliest()
     raise ConfigError(
         ConfigProblem("source.scan.startup.mode", f"'{spec.mode}' lacks its options",
@@ -168,7 +168,7 @@ def same_server(state: SnapshotState, catalog: Catalog) -> None:
         )
 
 
-class Transactions:
+class MySqlTxTracker:
     """The MySQL transaction in progress, and what of it an earlier run already captured."""
 
     def __init__(self, start: Position, skip_before_s: int = 0) -> None:
@@ -180,10 +180,10 @@ class Transactions:
         self._resumed_gtid = start.tx_gtid
         self._skip_before_s = skip_before_s
 
-    def resumed_at(self, position: Position) -> Transactions:
+    def resumed_at(self, position: Position) -> MySqlTxTracker:
         """What to skip when the binlog is read again from ``position`` (committed by this
         run, so a timestamp start's skip still holds until its first transaction)."""
-        return Transactions(position, self._skip_before_s)
+        return MySqlTxTracker(position, self._skip_before_s)
 
     def begin(self, ev: TxBegin) -> None:
         already = ev.gtid is not None and bool(self.seen_gtid) and has_gtid(

@@ -31,7 +31,7 @@ from cdc_ingest.capture.options import CaptureOptions
 from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.capture.progress import Progress
 from cdc_ingest.capture.rekey import Rekeying
-from cdc_ingest.capture.resume import Transactions, same_server, start_position
+from cdc_ingest.capture.resume import MySqlTxTracker, same_server, start_position
 from cdc_ingest.capture.schema_guard import SchemaGuard, read_schema_topic
 from cdc_ingest.capture.signals import SignalWatch, take_requests
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
@@ -114,7 +114,7 @@ class Capture:
             if waiting:  # requests that waited for this snapshot or re-key: take them now
                 return SnapshotRequested()
             snapshot = outcome
-        binlog = BinlogPhase(ctx, Transactions(tx.position, skip_before_s),
+        binlog = BinlogPhase(ctx, MySqlTxTracker(tx.position, skip_before_s),
                              Progress(LOG_INTERVAL_S, self._catalog), snapshot.chunk_filter)
 
         def open_reader(at: Position) -> BinlogReader:

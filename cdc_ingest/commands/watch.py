@@ -6,25 +6,17 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from cdc_ingest.commands.pipeline_reader import captured_sink_topics
 from cdc_ingest.config import PipelineDef
+from cdc_ingest.config.sink_topics import transaction_metadata_topic
 from cdc_ingest.kafka import client_config
 from cdc_ingest.kafka.consumer import Message
 from cdc_ingest.kafka.follow import follow_topics
 from cdc_ingest.mysql import connection_settings
 from cdc_ingest.registry.avro_reader import AvroReader, shown
 from cdc_ingest.transactions import Item, Standalone, TransactionReader, TxMessage
-from cdc_ingest.transactions.pipeline import metadata_topic_of
 from cdc_ingest.verify.mysql import MySqlSide
-from cdc_ingest.verify.run import avro_reader, topics_of
-
-
-def sink_topics(defn: PipelineDef) -> list[str]:
-    """Every sink topic of the tables the pipeline captures now."""
-    mysql = MySqlSide(connection_settings(defn.source), defn.source.connect_max_retries)
-    try:
-        return sorted(topics_of(defn, mysql.tables(defn.source.captures)))
-    finally:
-        mysql.close()
+from cdc_ingest.verify.run import avro_reader
 
 
 def line(m: Message | TxMessage | Standalone, avro: AvroReader | None = None) -> str:
@@ -51,7 +43,7 @@ def _avro_reader(defn: PipelineDef, kafka: dict[str, Any]) -> AvroReader | None:
 
 def watch_topics(defn: PipelineDef, topics: list[str], from_beginning: bool,
                  echo: Callable[[str], None]) -> None:
-    chosen = topics or sink_topics(defn)
+    chosen = topics or captured_sink_topics(defn)
     if not chosen:
         echo("watch: the pipeline captures no table that exists in MySQL; nothing to follow")
         return
@@ -83,8 +75,8 @@ def watch_transactions(defn: PipelineDef, topics: list[str], from_beginning: boo
                        echo: Callable[[str], None]) -> None:
     """``watch --transactions``: whole MySQL transactions, in commit order, as they are
     committed (cdc_ingest/transactions), and the messages of no transaction as they come."""
-    metadata_topic = metadata_topic_of(defn)  # exit 2 naming the option when it is not set
-    chosen = topics or sink_topics(defn)
+    metadata_topic = transaction_metadata_topic(defn)  # exit 2, naming the option, when unset
+    chosen = topics or captured_sink_topics(defn)
     if not chosen:
         echo("watch: the pipeline captures no table that exists in MySQL; nothing to follow")
         return

@@ -42,7 +42,7 @@ class Op(StrEnum):
     UPDATE = "+U"
     DELETE = "-D"
     DDL = "DDL"
-    TX = "TX"  # a MySQL transaction ended (transaction metadata, :func:`tx_value`)
+    TX = "TX"  # a MySQL transaction ended (model/transaction_metadata.py, ``tx_value``)
 
 
 class ChangelogVersionError(ValueError):
@@ -68,14 +68,6 @@ def value_tail(ts_ms: int, pos_prefix: str, table_delta: int | None = None) -> b
     table is its row number plus this; the same for every row of a rows event."""
     delta = b"" if table_delta is None else b',"table_delta":%d' % table_delta
     return b',"ts_ms":%d%b,"pos":%b' % (ts_ms, delta, orjson.dumps(pos_prefix + "#")[:-1])
-
-
-def tx_value(tx_id: str, partitions: int, ts_ms: int) -> bytes:
-    """The end of a MySQL transaction (transaction metadata on): a keyless record in every
-    changelog partition after the transaction's last row, in the capture transaction that
-    commits the position past it. ``partitions``: how many partitions got it."""
-    return orjson.dumps({"v": CHANGELOG_VERSION, "op": Op.TX.value, "id": tx_id,
-                         "partitions": partitions, "ts_ms": ts_ms})
 
 
 def row_value(op: str, db: str, table: str, pk: dict[str, Any], before: Any, after: Any,

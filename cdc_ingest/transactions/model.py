@@ -1,19 +1,20 @@
 """What the transaction reader hands out, and the contract's pieces it parses: the
 ``transaction.*`` headers of a sink message and the END records of the metadata topic
-(docs/output-contract.md, "Transaction metadata")."""
+(docs/output-contract.md, "Transaction metadata"; spelled in model/transaction_metadata.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import orjson
-
 from cdc_ingest.errors import CdcIngestError
 from cdc_ingest.kafka.consumer import Message
-
-ID_HEADER = "transaction.id"
-TOTAL_ORDER_HEADER = "transaction.total_order"
-COLLECTION_ORDER_HEADER = "transaction.data_collection_order"
+from cdc_ingest.model.transaction_metadata import (
+    COLLECTION_ORDER_HEADER,
+    ID_HEADER,
+    TOTAL_ORDER_HEADER,
+    MetadataRecordError,
+    decode_end,
+)
 
 
 class TransactionContractError(CdcIngestError):
@@ -128,21 +129,11 @@ def parse_end(m: Message) -> End | None:
     """The END record in ``m``; None for a BEGIN, a tombstone or another status."""
     if m.value is None:
         return None
-    where = f"{m.topic} partition {m.partition} offset {m.offset}"
     try:
-        record = orjson.loads(m.value)
-    except orjson.JSONDecodeError as exc:
-        raise TransactionContractError(f"{where}: not a JSON record ({exc})") from None
-    if not isinstance(record, dict) or record.get("status") != "END":
-        return None
-    try:
-        counts: dict[str, int] = {}
-        for entry in record["data_collections"] or []:
-            topic = str(entry["data_collection"])
-            counts[topic] = counts.get(topic, 0) + int(entry["event_count"])
-        return End(str(record["id"]), m.offset, int(record.get("ts_ms") or 0),
-                   int(record["event_count"]), counts)
-    except (KeyError, TypeError, ValueError) as exc:
+        end = decode_end(m.value)
+    except MetadataRecordError as exc:
         raise TransactionContractError(
-            f"{where}: an END record without {exc} as the contract has it: "
-            f"{m.value[:300].decode(errors='replace')}") from None
+            f"{m.topic} partition {m.partition} offset {m.offset}: {exc}") from None
+    if end is None:
+        return None
+    return End(end.id, m.offset, end.ts_ms, end.event_count, end.counts)

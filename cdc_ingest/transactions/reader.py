@@ -8,16 +8,12 @@ import logging
 import time
 from collections.abc import Iterable, Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cdc_ingest.kafka.assigned import TP, AssignedConsumer
 from cdc_ingest.transactions import resume
 from cdc_ingest.transactions.assemble import Assembler
 from cdc_ingest.transactions.model import Item
-from cdc_ingest.transactions.pipeline import kafka_config_of, metadata_topic_of, sink_topics_of
-
-if TYPE_CHECKING:
-    from cdc_ingest.config import PipelineDef
 
 log = logging.getLogger(__name__)
 
@@ -66,17 +62,6 @@ class TransactionReader:
         except BaseException:
             self._consumer.close()
             raise
-
-    @classmethod
-    def from_pipeline(cls, defn: PipelineDef, group_id: str | None = None,
-                      topics: list[str] | None = None, *,
-                      new_only: bool = False) -> TransactionReader:
-        """A reader of ``defn``'s sink topics (``topics``, or every sink topic of the tables
-        the pipeline captures now: this asks MySQL) and its metadata topic; a ConfigError
-        naming ``sink.transaction-metadata.topic`` when the pipeline does not set it."""
-        metadata_topic = metadata_topic_of(defn)
-        chosen = sink_topics_of(defn) if topics is None else topics
-        return cls(kafka_config_of(defn), chosen, metadata_topic, group_id, new_only=new_only)
 
     # -- reading -------------------------------------------------------------------------
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from cdc_ingest import exit_codes
 from cdc_ingest.config import PipelineDef
-from cdc_ingest.config.kafka_sink import KafkaSinkDef
 from cdc_ingest.config.sink import UpsertKafkaSinkDef
+from cdc_ingest.config.sink_topics import event_address, topics_of
 from cdc_ingest.errors import CdcIngestError, SourceError
 from cdc_ingest.formats.event_routing import EventAddress
 from cdc_ingest.kafka import client_config
@@ -38,26 +38,6 @@ class VerifyMismatch(CdcIngestError):
     """A sink topic does not hold what MySQL holds (or a table could not be checked)."""
 
     exit_code = exit_codes.VERIFY_DIFFERENT
-
-
-def topics_of(defn: PipelineDef, tables: list[tuple[str, str]]) -> dict[str, list[str]]:
-    """Sink topic -> the captured tables (``db.table``) routed to it, in table order."""
-    router = defn.router()
-    events = event_address(defn)
-    topics: dict[str, list[str]] = {}
-    for db, table in tables:
-        names = (router.sink_topics(db, table) if events is None
-                 else events.route(db, table)[0])
-        for topic in names:
-            topics.setdefault(topic, []).append(f"{db}.{table}")
-    return topics
-
-
-def event_address(defn: PipelineDef) -> EventAddress | None:
-    """``sink.type: kafka``: what spells the change events' keys; None for upsert-kafka."""
-    if not isinstance(defn.sink, KafkaSinkDef):
-        return None
-    return EventAddress(defn.router(), defn.sink.event_options(), False)
 
 
 def _expected_key(events: EventAddress | None, name: str, topic: str, key: bytes,

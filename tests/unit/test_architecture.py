@@ -64,6 +64,13 @@ def _crossings(allowed: object, forbidden: tuple[str, ...]) -> list[str]:
     return out
 
 
+def _ours_but(*kept: str) -> tuple[str, ...]:
+    """Every top-level module and package of ours except ``kept``."""
+    names = {p.stem for p in PACKAGE.iterdir()
+             if (p.is_dir() and p.name != "__pycache__") or p.suffix == ".py"}
+    return tuple(sorted(f"cdc_ingest.{n}" for n in names - {"__init__", *kept}))
+
+
 RULES: dict[str, tuple[object, tuple[str, ...]]] = {
     # rule: (who may, what)
     "nothing imports the CLI (it imports the stages)":
@@ -112,6 +119,11 @@ RULES: dict[str, tuple[object, tuple[str, ...]]] = {
         (lambda m: _part(m) != "model", tuple(f"cdc_ingest.{p}" for p in
                                               (*STAGES, "mysql", "kafka", "config",
                                                "routing", "commands", "services"))),
+    # the consumer API a user installs next to their code: the record formats and Kafka only
+    # (reading a pipeline file's topics is commands/pipeline_reader.py's)
+    "transactions/ imports only model/, kafka/, errors and itself":
+        (lambda m: _part(m) != "transactions",
+         _ours_but("model", "kafka", "errors", "transactions")),
     "kafka/ and mysql/ know no stage":
         (lambda m: _part(m) not in ("kafka", "mysql"),
          tuple(f"cdc_ingest.{p}" for p in (*STAGES, "commands"))),
@@ -130,6 +142,10 @@ def test_the_import_scan_sees_imports() -> None:
     assert "pymysqlreplication" in MODULES["cdc_ingest.capture.binlog"]
     assert "cdc_ingest.model.changelog.decode_record" in MODULES["cdc_ingest.formats.upsert_json"]
     assert _crossings(lambda m: False, ("confluent_kafka",)), "the scan missed kafka/"
+    others = _ours_but("model", "kafka", "errors", "transactions")
+    assert {"cdc_ingest.config", "cdc_ingest.verify", "cdc_ingest.mysql", "cdc_ingest.sink",
+            "cdc_ingest.formats", "cdc_ingest.metrics"} <= set(others)
+    assert not {"cdc_ingest.model", "cdc_ingest.kafka", "cdc_ingest.errors"} & set(others)
 
 
 def test_modules_stay_small() -> None:

@@ -12,7 +12,7 @@ import pytest
 from cdc_ingest.capture.events import TxBegin
 from cdc_ingest.capture.options import StartupSpec
 from cdc_ingest.capture.positions import SOURCE_KEY, PositionStore
-from cdc_ingest.capture.resume import Transactions, first_position, same_server
+from cdc_ingest.capture.resume import MySqlTxTracker, first_position, same_server
 from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.capture.transaction import ChangelogTransaction, Limits
 from cdc_ingest.errors import ConfigError, SourceError
@@ -24,7 +24,7 @@ def _begin(gtid: str | None, ts: int = 100) -> TxBegin:
 
 
 def test_committed_gtids_accumulate_and_a_resent_transaction_is_skipped() -> None:
-    tx = Transactions(Position(gtid_set="0-1-5"))
+    tx = MySqlTxTracker(Position(gtid_set="0-1-5"))
     tx.begin(_begin("0-1-6"))
     assert not tx.skipped
     assert tx.commit() == "0-1-6" and tx.seen_gtid == "0-1-6"
@@ -38,7 +38,7 @@ def test_committed_gtids_accumulate_and_a_resent_transaction_is_skipped() -> Non
 
 def test_mysql_gtid_sets_merge() -> None:
     uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
-    tx = Transactions(Position(gtid_set=f"{uuid}:1-5"))
+    tx = MySqlTxTracker(Position(gtid_set=f"{uuid}:1-5"))
     tx.begin(_begin(f"{uuid}:6"))
     tx.commit()
     assert tx.seen_gtid == f"{uuid}:1-6"
@@ -47,7 +47,7 @@ def test_mysql_gtid_sets_merge() -> None:
 
 
 def test_rows_written_by_an_earlier_run_inside_its_transaction_are_skipped() -> None:
-    tx = Transactions(Position(gtid_set="0-1-5", tx_gtid="0-1-6", rows_done=1234))
+    tx = MySqlTxTracker(Position(gtid_set="0-1-5", tx_gtid="0-1-6", rows_done=1234))
     tx.begin(_begin("0-1-6"))
     assert [tx.rows_event(1000) for _ in range(3)] == [(0, 1000), (1000, 234), (2000, 0)]
     tx.commit()
@@ -56,13 +56,13 @@ def test_rows_written_by_an_earlier_run_inside_its_transaction_are_skipped() -> 
 
 
 def test_resuming_inside_one_transaction_refuses_another_first() -> None:
-    tx = Transactions(Position(tx_gtid="0-1-6", rows_done=3))
+    tx = MySqlTxTracker(Position(tx_gtid="0-1-6", rows_done=3))
     with pytest.raises(SourceError, match="refusing to guess"):
         tx.begin(_begin("0-1-9"))
 
 
 def test_timestamp_mode_skips_transactions_until_the_first_one_at_or_after_it() -> None:
-    tx = Transactions(Position(), skip_before_s=200)
+    tx = MySqlTxTracker(Position(), skip_before_s=200)
     tx.begin(_begin(None, ts=150))
     assert tx.skipped
     tx.commit()

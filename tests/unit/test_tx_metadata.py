@@ -12,11 +12,17 @@ import pytest
 from cdc_ingest.capture.binlog_schema import ColumnSpec, FieldType, TableSchema
 from cdc_ingest.capture.decoder import compiled_available
 from cdc_ingest.capture.encode import KeyPlan, TableEncoder, table_encoder
-from cdc_ingest.capture.tx_marks import TxMarks
+from cdc_ingest.capture.metadata_marks import MetadataMarks
 from cdc_ingest.model.changelog import snapshot_value
-from cdc_ingest.sink.driver.metadata_writer import Tally, begin_end
+from cdc_ingest.model.transaction_metadata import (
+    TX_VALUE_START,
+    PartRecord,
+    begin_end,
+    tx_headers,
+)
+from cdc_ingest.sink.driver.metadata_writer import Tally
 from cdc_ingest.sink.driver.task_settings import sink_settings
-from cdc_ingest.sink.task.metadata_parts import TX_RECORD, TxTally, tx_headers, with_tx_headers
+from cdc_ingest.sink.task.metadata_parts import TxTally, with_tx_headers
 from cdc_ingest.sink.task.record_loop import Counters, chunks
 from cdc_ingest.sink.task.writer import make_serde
 from tests.unit.test_config import minimal, parse
@@ -97,7 +103,7 @@ def test_headers_are_added_per_message_without_touching_the_shared_list() -> Non
 def _tx_record(tx_id: str, partitions: int = 2, ts: int = 9) -> bytes:
     value = orjson.dumps({"v": 1, "op": "TX", "id": tx_id, "partitions": partitions,
                           "ts_ms": ts})
-    assert value.startswith(TX_RECORD)
+    assert value.startswith(TX_VALUE_START)
     return value
 
 
@@ -134,8 +140,8 @@ def test_part_records_stay_small_however_many_transactions_a_chunk_holds() -> No
     assert [e[0] for p in parts for e in p["tx"]] == [f"0-1-{n}" for n in range(4500)]
 
 
-def _part(partition: int, *entries: Any) -> dict[str, Any]:
-    return {"v": 1, "partition": partition, "tx": [list(e) for e in entries]}
+def _part(partition: int, *entries: Any) -> PartRecord:
+    return PartRecord(1, partition, [tuple(e) for e in entries])
 
 
 def test_a_transaction_is_whole_once_every_partition_passed_its_tx_record() -> None:
@@ -184,7 +190,7 @@ def test_begin_and_end_as_debezium_writes_them() -> None:
 
 
 def test_capture_numbers_rows_per_table_and_ends_transactions_with_rows_only() -> None:
-    marks = TxMarks(True, partitions=3)
+    marks = MetadataMarks(True, partitions=3)
     marks.begin()
     assert marks.end(5) is None  # no rows of a captured table: no TX record
     marks.begin()
@@ -195,7 +201,7 @@ def test_capture_numbers_rows_per_table_and_ends_transactions_with_rows_only() -
                                                   "partitions": 3, "ts_ms": 77}
     marks.begin()
     assert marks.rows("0-1-4", "db", "a", 0, 1) == 0  # counting starts again
-    off = TxMarks(False, partitions=3)
+    off = MetadataMarks(False, partitions=3)
     assert off.rows("0-1-3", "db", "a", 0, 2) is None and off.end(1) is None
 
 

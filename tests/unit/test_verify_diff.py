@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from cdc_ingest.config import parse_pipeline
+from cdc_ingest.config.sink_topics import topics_of
 from cdc_ingest.verify.diff import TopicCheck, TopicResult
 from cdc_ingest.verify.report import summary_line, topic_lines
-from cdc_ingest.verify.run import topics_of
 from cdc_ingest.verify.topics import canonical_key
 from cdc_ingest.verify.values import Float32Num, Float64Num, Num, dumps, parse, same
 

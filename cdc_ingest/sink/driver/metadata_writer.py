@@ -33,6 +33,7 @@ from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka import TopicAdmin, TopicSpec, client_config, read_topic
 from cdc_ingest.kafka.consumer import OffsetGone, PartitionReader
 from cdc_ingest.model.names import tx_metadata_transactional_id, tx_parts_topic, tx_state_topic
+from cdc_ingest.model.transaction_metadata import PartRecord, begin_end, decode_part
 from cdc_ingest.sink.task.record_loop import BatchCallback, Counters
 from cdc_ingest.sink.transaction import Send, SinkTransaction
 
@@ -45,19 +46,6 @@ log = logging.getLogger(__name__)
 STATE_KEY = b'{"sink":"transaction-metadata"}'
 STATE_VERSION = 1
 IDLE_CATCH_UP_S = 0.2  # how often the background thread looks for new parts
-
-
-def begin_end(tx_id: str, counts: dict[str, int], ts_ms: int) -> tuple[bytes, bytes, bytes]:
-    """(key, BEGIN, END) of a transaction as Debezium writes them."""
-    key = orjson.dumps({"id": tx_id})
-    begin = orjson.dumps({"status": "BEGIN", "id": tx_id, "event_count": None,
-                          "data_collections": None, "ts_ms": ts_ms})
-    end = orjson.dumps({
-        "status": "END", "id": tx_id, "event_count": sum(counts.values()),
-        "data_collections": [{"data_collection": topic, "event_count": n}
-                             for topic, n in sorted(counts.items())],
-        "ts_ms": ts_ms})
-    return key, begin, end
 
 
 class Tally:
@@ -78,13 +66,13 @@ class Tally:
         #        {partition: its TX record's offset}, the parts offset of its first part]
         self.open: dict[str, list[Any]] = {}
 
-    def add(self, part: dict[str, Any], offset: int) -> list[tuple[str, dict[str, int], int]]:
+    def add(self, part: PartRecord, offset: int) -> list[tuple[str, dict[str, int], int]]:
         """The part record at parts ``offset``; returns the transactions it made whole, in
         commit order, with their messages per topic and commit time."""
         whole = []
-        partition = int(part["partition"])
+        partition = part.partition
         cut = self.cut.get(partition, -1)
-        for tx_id, counts, partitions, ts, at in part["tx"]:
+        for tx_id, counts, partitions, ts, at in part.tx:
             if at <= cut:
                 continue  # of a transaction already whole (a part read again after a restart)
             entry = self.open.get(tx_id)
@@ -193,7 +181,7 @@ class TxMetadataWriter:
             for msg in parts:
                 if msg.value is None:
                     continue
-                for tx_id, counts, ts in self._tally.add(orjson.loads(msg.value), msg.offset):
+                for tx_id, counts, ts in self._tally.add(decode_part(msg.value), msg.offset):
                     if counts:  # a transaction the sink wrote nothing of gets no records
                         records.append(begin_end(tx_id, counts, ts))
             self._next = parts[-1].offset + 1
@@ -251,7 +239,7 @@ class TxMetadataWriter:
 
 def tx_metadata_writer(defn: PipelineDef) -> TxMetadataWriter | None:
     """The pipeline's writer of BEGIN and END, or None when the metadata is off."""
-    topic = getattr(defn.sink, "sink_transaction_metadata_topic", None)
+    topic = defn.sink.sink_transaction_metadata_topic
     if not topic:
         return None
     prefix = defn.transactional_id_prefix

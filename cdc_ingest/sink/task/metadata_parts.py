@@ -4,52 +4,29 @@ transaction saying what it wrote for which MySQL transaction.
 
 Capture gives each row record of a MySQL transaction its id and row number (``pos``:
 ``<id>#<n>``) and its number within its table (``table_delta``), and writes a ``TX`` record
-into every changelog partition after the transaction's last row (capture/tx_marks.py). A
+into every changelog partition after the transaction's last row (capture/metadata_marks.py). A
 task turns each row's messages' headers into ``headers + transaction.*``; when it commits a
 chunk it adds, in the same Kafka transaction as the messages and the consumed offsets, a part
 record: per MySQL transaction, the messages written per sink topic, and whether this
 partition's ``TX`` record was passed. Exactly once like the messages: an aborted attempt's
 part is never read, a committed one never written again. The driver adds the parts up and
 writes BEGIN and END once every partition has passed the ``TX`` record
-(sink/driver/metadata_writer.py).
+(sink/driver/metadata_writer.py). The headers and records are spelled in
+model/transaction_metadata.py.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from cdc_ingest.formats.upsert_json import SinkMessage
-
-ID, TOTAL, TABLE = "transaction.id", "transaction.total_order", \
-    "transaction.data_collection_order"
-TX_RECORD = b'{"v":1,"op":"TX",'  # how a TX record's value starts (model/changelog.tx_value)
-PART_VERSION = 1
-PART_ENTRIES = 2000  # MySQL transactions per part record (each entry is well under 300 bytes)
-_POS = b',"pos":"'
-_TS = b',"ts_ms":'
-_DELTA = b',"table_delta":'
-_SNAPSHOT = b"snapshot"
-
-
-def tx_headers(value: bytes) -> list[tuple[str, bytes]] | None:
-    """The ``transaction.*`` headers of a row record's messages; None for a row of no
-    source transaction (a snapshot row). The envelope's ``pos`` is its last field and
-    ``ts_ms`` (with ``table_delta``) comes right before it, so searching from the end finds
-    them and never a column of the row (whose names and strings come earlier)."""
-    at = value.rfind(_POS)
-    pos = value[at + len(_POS):-2]
-    if at < 0 or pos == _SNAPSHOT:
-        return None
-    hash_at = pos.rfind(b"#")
-    number = pos[hash_at + 1:]
-    table_no = number
-    ts_at = value.rfind(_TS, 0, at)
-    delta_at = value.find(_DELTA, ts_at, at)
-    if delta_at >= 0:
-        table_no = b"%d" % (int(number) + int(value[delta_at + len(_DELTA):at]))
-    return [(ID, pos[:hash_at]), (TOTAL, number), (TABLE, table_no)]
+from cdc_ingest.model.transaction_metadata import (
+    ID_HEADER,
+    PartEntry,
+    decode_tx,
+    part_values,
+    tx_headers,
+)
 
 
 def with_tx_headers(messages: list[SinkMessage], first: int, value: bytes,
@@ -89,25 +66,23 @@ class TxTally:
 
     def marker(self, value: bytes, offset: int) -> None:
         """This partition's ``TX`` record of a transaction, at changelog ``offset``."""
-        record = orjson.loads(value)
-        entry = self._entry(record["id"])
-        entry[1], entry[2], entry[3] = int(record["partitions"]), int(record["ts_ms"]), offset
+        record = decode_tx(value)
+        entry = self._entry(record.id)
+        entry[1], entry[2], entry[3] = record.partitions, record.ts_ms, offset
 
     def count(self, messages: list[SinkMessage]) -> None:
         """Messages about to be sent (after ``sink.buffer-flush``): each one with a
         ``transaction.id`` counts for its transaction and topic."""
         for topic, _key, _value, headers, _ts, _table in messages:
-            if headers and len(headers) >= 3 and headers[-3][0] == ID:
+            if headers and len(headers) >= 3 and headers[-3][0] == ID_HEADER:
                 counts = self._entry(headers[-3][1].decode())[0]
                 counts[topic] = counts.get(topic, 0) + 1
 
     def parts(self) -> list[bytes]:
-        """The part records of what was tallied since the last call (none: nothing), at most
-        :data:`PART_ENTRIES` transactions each, so one stays far below a topic's message
-        limit however small the transactions are; the tally starts again."""
+        """The part records of what was tallied since the last call (none: nothing; at most
+        :data:`~cdc_ingest.model.transaction_metadata.PART_ENTRIES` transactions each); the
+        tally starts again."""
         entries, self._entries = list(self._entries.items()), {}
-        return [orjson.dumps({
-            "v": PART_VERSION, "partition": self.partition,
-            "tx": [[tx_id, counts, partitions, ts, at]
-                   for tx_id, (counts, partitions, ts, at) in entries[i:i + PART_ENTRIES]],
-        }) for i in range(0, len(entries), PART_ENTRIES)]
+        rows: list[PartEntry] = [(tx_id, counts, partitions, ts, at)
+                                 for tx_id, (counts, partitions, ts, at) in entries]
+        return part_values(self.partition, rows)

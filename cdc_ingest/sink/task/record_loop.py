@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from cdc_ingest.errors import SinkError
 from cdc_ingest.formats.upsert_json import Serde, SinkMessage
 from cdc_ingest.model.changelog import EMPTIES_TABLE, REKEY_CUT, DdlRecord
+from cdc_ingest.model.transaction_metadata import TX_VALUE_START
 from cdc_ingest.sink.settings import SinkSettings
 from cdc_ingest.sink.task.columns import Columns
-from cdc_ingest.sink.task.metadata_parts import TX_RECORD, TxTally, with_tx_headers
+from cdc_ingest.sink.task.metadata_parts import TxTally, with_tx_headers
 from cdc_ingest.sink.task.rekey import Cutover
 
 log = logging.getLogger(__name__)
@@ -123,7 +124,7 @@ def chunks(
             if offset < start:
                 counters.skipped += 1  # an earlier attempt already committed it
                 continue
-            if key is None and value.startswith(TX_RECORD):  # a MySQL transaction's end
+            if key is None and value.startswith(TX_VALUE_START):  # a MySQL transaction's end
                 if tally is not None:
                     tally.marker(value, offset)
                 last, pending = offset, True

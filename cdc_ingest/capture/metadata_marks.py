@@ -15,10 +15,10 @@ every rows event passes here again, the ones whose rows an earlier run wrote too
 
 from __future__ import annotations
 
-from cdc_ingest.model.changelog import tx_value
+from cdc_ingest.model.transaction_metadata import tx_value
 
 
-class TxMarks:
+class MetadataMarks:
     """The current MySQL transaction's per-table row counts and id (``on``: metadata is
     wanted; else every method does nothing)."""
 
