@@ -110,7 +110,7 @@ def capture_options(defn: PipelineDef) -> CaptureOptions:
         chunk_size=s.scan_incremental_snapshot_chunk_size,
         fetch_size=s.scan_snapshot_fetch_size,
         snapshot_parallelism=s.scan_incremental_snapshot_parallelism or p.parallelism,
-        transaction_metadata=bool(getattr(defn.sink, "sink_transaction_metadata_topic", None)),
+        transaction_metadata=bool(defn.sink.sink_transaction_metadata_topic),
     )
 
 

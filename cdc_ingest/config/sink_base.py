@@ -150,6 +150,11 @@ class KafkaSinkBase(ConfigModel):
     def buffer_flush_seconds(self) -> float:
         return 0.0
 
+    @property
+    def typed(self) -> bool:
+        """Whether the messages need each row's column types (the sink type says)."""
+        return False
+
 
 # Settings cdc-ingest owns: a user value would silently break keys, values or fencing.
 _MANAGED_PROPERTIES = {

@@ -251,7 +251,7 @@ class TxMetadataWriter:
 
 def tx_metadata_writer(defn: PipelineDef) -> TxMetadataWriter | None:
     """The pipeline's writer of BEGIN and END, or None when the metadata is off."""
-    topic = getattr(defn.sink, "sink_transaction_metadata_topic", None)
+    topic = defn.sink.sink_transaction_metadata_topic
     if not topic:
         return None
     prefix = defn.transactional_id_prefix
