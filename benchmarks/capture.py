@@ -60,7 +60,7 @@ from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import HeartbeatLogEvent
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-from cdc_ingest.capture.binlog import BinlogReader
+from cdc_ingest.capture.binlog import BinlogReader, Replica
 from cdc_ingest.capture.decoder import DECODER_ENV
 from cdc_ingest.capture.events import Heartbeat, Rows
 from cdc_ingest.capture.positions import SOURCE_KEY
@@ -503,9 +503,9 @@ def our_decode(svc: Services, wl: Workload, server_id: int) -> dict[str, Any]:
     with Stopwatch() as sw:
         catalog = Catalog(settings)
         reader = BinlogReader(
-            settings, server_id, Position(gtid_set=wl.gtid_before),
+            Replica(settings, server_id, mariadb=svc.server.mariadb, heartbeat_s=1.0),
+            Position(gtid_set=wl.gtid_before),
             captured=lambda db, table: db == DB, catalog=catalog.table_facts,
-            mariadb=svc.server.mariadb, heartbeat_seconds=1.0,
         )
         try:
             progress_at = time.monotonic()

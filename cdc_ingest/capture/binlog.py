@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pymysql
@@ -55,10 +56,18 @@ log = logging.getLogger(__name__)
 
 GTID_TAGGED_LOG_EVENT = 42  # SET gtid_next='AUTOMATIC:<tag>' (MySQL 8.3+)
 
-
-
 TableFilter = Callable[[str, str], bool]
 
+
+@dataclass(frozen=True)
+class Replica:
+    """Capture as a replica of the server: how it connects, its server id (unique among the
+    server's replicas), whether the server is MariaDB, and the heartbeat period it asks for."""
+
+    settings: ConnectionSettings
+    server_id: int
+    mariadb: bool
+    heartbeat_s: float
 
 
 teach_the_library()
@@ -73,25 +82,17 @@ _KIND_CODES = {"I": INSERT, "U": UPDATE, "D": DELETE}
 class BinlogReader:
     """Iterates binlog events from a position, decoding the rows of captured tables only."""
 
-    def __init__(
-        self,
-        settings: ConnectionSettings,
-        server_id: int,
-        start: Position,
-        captured: TableFilter,
-        catalog: CatalogLookup,
-        mariadb: bool,
-        heartbeat_seconds: float,
-        stopping: Callable[[], bool] | None = None,
-        idle: Idle | None = None,
-    ) -> None:
-        """While waiting for the server, ``idle`` is called (capture has read all it sent)
-        and ``stopping`` asked; when it says so, iterating :meth:`events` raises
+    def __init__(self, replica: Replica, start: Position, captured: TableFilter,
+                 catalog: CatalogLookup, *, stopping: Callable[[], bool] | None = None,
+                 idle: Idle | None = None) -> None:
+        """The rows of the tables ``captured`` says, described by ``catalog``. While waiting
+        for the server, ``idle`` is called (capture has read all it sent) and ``stopping``
+        asked; when it says so, iterating :meth:`events` raises
         :class:`~cdc_ingest.capture.socket_reader.ReadStopped`."""
         self._captured = captured
         self._stopping = stopping
         self._idle = idle
-        self._server_id = server_id
+        self._server_id = replica.server_id
         self._explicit_tx = False
         self._gtid: str | None = None  # of the transaction being read, for error messages
         # The end of the last event that told its position. MariaDB 11.4+ writes the events
@@ -112,11 +113,11 @@ class BinlogReader:
             kwargs["log_pos"] = start.pos
             kwargs["resume_stream"] = True
         self._stream = BinLogStreamReader(
-            connection_settings=settings.as_pymysql(),
-            server_id=server_id,
+            connection_settings=replica.settings.as_pymysql(),
+            server_id=replica.server_id,
             blocking=True,
-            is_mariadb=mariadb,
-            slave_heartbeat=heartbeat_seconds,
+            is_mariadb=replica.mariadb,
+            slave_heartbeat=replica.heartbeat_s,
             only_events=[
                 MariadbGtidEvent,
                 GtidEvent,

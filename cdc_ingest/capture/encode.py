@@ -100,6 +100,7 @@ def table_encoder(schema: TableSchema, plan: KeyPlan, layout: str | None = None)
     encoder = TableEncoder(schema, plan, layout)
     if decoder_kind() != "compiled":
         return encoder
+    # here, not at the top: the compiled extension exists only in a build with a C compiler
     from cdc_ingest.capture import _rowencode  # type: ignore[attr-defined]  # noqa: PLC0415
 
     key1 = encoder._key1

@@ -16,7 +16,7 @@ import signal
 from types import FrameType
 
 from cdc_ingest import metrics
-from cdc_ingest.capture.binlog import BinlogReader
+from cdc_ingest.capture.binlog import BinlogReader, Replica
 from cdc_ingest.capture.binlog_phase import BinlogPhase
 from cdc_ingest.capture.context import (
     CaptureContext,
@@ -117,11 +117,12 @@ class Capture:
         binlog = BinlogPhase(ctx, MySqlTxTracker(tx.position, skip_before_s),
                              Progress(LOG_INTERVAL_S, self._catalog), snapshot.chunk_filter)
 
+        replica = Replica(o.connection, o.server_id, self._catalog.is_mariadb,
+                          min(o.heartbeat_s, max(o.max_interval_s, 1.0)))
+
         def open_reader(at: Position) -> BinlogReader:
-            return BinlogReader(o.connection, o.server_id, at, o.captured, self._table_facts,
-                                self._catalog.is_mariadb,
-                                min(o.heartbeat_s, max(o.max_interval_s, 1.0)), self.stopping,
-                                binlog.idle)
+            return BinlogReader(replica, at, o.captured, self._table_facts,
+                                stopping=self.stopping, idle=binlog.idle)
 
         log.info("capture %s starts at %s (row decoder: %s)", o.pipeline,
                  tx.position.describe() or "binlog head", decoder_kind())

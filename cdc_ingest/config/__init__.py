@@ -8,7 +8,8 @@ from cdc_ingest.config.definition import PipelineDef
 from cdc_ingest.config.durations import format_duration, parse_duration
 from cdc_ingest.config.loader import load_pipeline, parse_pipeline
 from cdc_ingest.config.pipeline import PipelineOptions, RouteDef
-from cdc_ingest.config.sink import DeliveryGuarantee, UpsertKafkaSinkDef, ValueFieldsInclude
+from cdc_ingest.config.sink import UpsertKafkaSinkDef, ValueFieldsInclude
+from cdc_ingest.config.sink_base import DeliveryGuarantee
 from cdc_ingest.config.source import MySqlSourceDef
 from cdc_ingest.config.source_types import ServerIdRange, StartupMode
 from cdc_ingest.routing.routes import RouteMode

@@ -112,7 +112,7 @@ class PipelineDef(ConfigModel):
     def _typed_events_need_plain_columns(self) -> None:
         """Column types (include-schema, ISO-8601 timestamps) are the source table's: a
         transform that projects computed columns would need types cdc-ingest does not infer."""
-        if not getattr(self.sink, "typed", False):
+        if not self.sink.typed:
             return
         found: Found = [
             (("transform", index, "projection"),

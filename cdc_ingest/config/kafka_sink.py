@@ -12,8 +12,7 @@ from typing import Annotated, Any
 from pydantic import Field, PlainValidator, model_validator
 
 from cdc_ingest.config.problems import problem, raise_problems
-from cdc_ingest.config.sink import KafkaSinkBase, SinkType
-from cdc_ingest.config.sink_problems import property_problems
+from cdc_ingest.config.sink_base import KafkaSinkBase, SinkType, property_problems
 from cdc_ingest.config.types import FrozenDict, choice
 from cdc_ingest.errors import ConfigError
 from cdc_ingest.formats.event_routing import EventOptions

@@ -20,7 +20,7 @@ import orjson
 import pymysql
 import pytest
 
-from cdc_ingest.capture.binlog import BinlogReader
+from cdc_ingest.capture.binlog import BinlogReader, Replica
 from cdc_ingest.capture.decoder import DECODER_ENV, compiled_available, decoder_kind
 from cdc_ingest.capture.encode import KeyPlan, TableEncoder, row_messages, table_encoder
 from cdc_ingest.capture.events import Ddl, Rows, TxBegin, TxCommit
@@ -44,9 +44,10 @@ def _read(source: Source, db: str, start: str, end: str, kind: str,
                                   user=source.cdc["user"], password=source.cdc["password"])
     catalog = Catalog(settings)
     server_id = 4000 + random.Random().randrange(1000)
-    reader = BinlogReader(settings, server_id, Position(gtid_set=start),
-                          captured=lambda d, _t: d == db, catalog=catalog.table_facts,
-                          mariadb=source.flavor.mariadb, heartbeat_seconds=0.5)
+    reader = BinlogReader(Replica(settings, server_id, mariadb=source.flavor.mariadb,
+                                  heartbeat_s=0.5),
+                          Position(gtid_set=start),
+                          captured=lambda d, _t: d == db, catalog=catalog.table_facts)
     end_seq = gtid_seq(end)
     events: list[Rows] = []
     deadline = time.monotonic() + 60

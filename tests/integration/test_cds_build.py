@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cdc_ingest.download_cache import cache_dir
 from cdc_ingest.sink.runtime import class_data_sharing as cds
-from cdc_ingest.sink.runtime.session import fetch_spark_kafka_jars
+from cdc_ingest.sink.runtime.connector_jars import fetch_spark_kafka_jars
 
 # the sink's part in it, as run_sink does it: the session's options, then the first batch
 SINK = """

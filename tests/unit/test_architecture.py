@@ -7,6 +7,7 @@ and fails naming the module and the import that crosses a line.
 from __future__ import annotations
 
 import ast
+from collections import deque
 from pathlib import Path
 
 import pytest
@@ -24,25 +25,37 @@ def _module(path: Path) -> str:
     return ".".join(parts)
 
 
-def _imports(path: Path) -> set[str]:
-    """Every module ``path`` imports, absolute, relative imports resolved."""
+def _import_nodes(path: Path) -> list[tuple[str, list[str]]]:
+    """Every import statement of ``path`` (top level and inside functions) as (module, names):
+    ``import a.b`` is ``("a.b", [])``, ``from a.b import c, d`` is ``("a.b", ["c", "d"])``,
+    relative imports resolved."""
     tree = ast.parse(path.read_text(), str(path))
     package = _module(path) if path.name == "__init__.py" else _module(path).rpartition(".")[0]
-    found: set[str] = set()
+    found: list[tuple[str, list[str]]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+            found += [(alias.name, []) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names)
+            found.append((base, [alias.name for alias in node.names]))
     return found
 
 
-MODULES = {_module(p): _imports(p) for p in sorted(PACKAGE.rglob("*.py"))}
+def _imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, absolute, relative imports resolved (and, for ``from a
+    import b``, both ``a`` and ``a.b``: the rules match either)."""
+    found: set[str] = set()
+    for base, names in _import_nodes(path):
+        found.add(base)
+        found.update(f"{base}.{name}" for name in names)
+    return found
+
+
+PATHS = {_module(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+MODULES = {module: _imports(path) for module, path in PATHS.items()}
 
 
 def _part(module: str) -> str:
@@ -148,9 +161,66 @@ def test_the_import_scan_sees_imports() -> None:
     assert not {"cdc_ingest.model", "cdc_ingest.kafka", "cdc_ingest.errors"} & set(others)
 
 
+def _imported_modules(module: str) -> set[str]:
+    """The modules of ours that ``module`` imports. ``from a.b import c`` imports the module
+    ``a.b.c`` when there is one, else a name of ``a.b``. The parent packages that run first
+    are not counted: a package's ``__init__`` importing its own ``pkg.x`` is no cycle; ``pkg.x``
+    importing a name ``pkg/__init__`` re-exports is one."""
+    found = set()
+    for base, names in _import_nodes(PATHS[module]):
+        if not names:
+            found.add(base)
+        for name in names:
+            found.add(f"{base}.{name}" if f"{base}.{name}" in PATHS else base)
+    return (found & PATHS.keys()) - {module}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[str]:
+    """The import cycles of ``graph`` as module chains (``a -> b -> a``): for each module on
+    one, the shortest cycle through it, each cycle once."""
+    found: set[tuple[str, ...]] = set()
+    for start in sorted(graph):
+        came_from: dict[str, str] = {}
+        queue = deque([start])
+        while queue:
+            module = queue.popleft()
+            if start in graph.get(module, ()):
+                chain = [module]
+                while chain[-1] != start:
+                    chain.append(came_from[chain[-1]])
+                chain.reverse()
+                first = chain.index(min(chain))
+                found.add(tuple(chain[first:] + chain[:first]))
+                break
+            for imported in sorted(graph.get(module, ())):
+                if imported not in came_from and imported != start:
+                    came_from[imported] = module
+                    queue.append(imported)
+    return [" -> ".join((*cycle, cycle[0])) for cycle in sorted(found)]
+
+
+def test_no_import_cycles() -> None:
+    # deferred imports (inside functions) and TYPE_CHECKING ones count: a cycle they hold
+    # together is one module's code living in another
+    graph = {module: _imported_modules(module) for module in PATHS}
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_scan_sees_cycles_and_resolves_imports() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c", "a"}, "c": {"b"}, "d": {"a"}}) == [
+        "a -> b -> a", "b -> c -> b"]
+    # ``from cdc_ingest.capture import values as binlog_values``: the module, not the package
+    decoder = _imported_modules("cdc_ingest.capture.decoder")
+    assert "cdc_ingest.capture.values" in decoder
+    assert "cdc_ingest.capture" not in decoder
+    # a name re-exported by a package's __init__ is an import of the __init__
+    assert "cdc_ingest.kafka" in _imported_modules("cdc_ingest.sink.transaction")
+    # imports inside functions count
+    assert "cdc_ingest.sink.task.columns" in _imported_modules("cdc_ingest.sink.driver.startup")
+
+
 def test_modules_stay_small() -> None:
-    sizes = {m: len(p.read_text().splitlines()) for m, p in
-             ((_module(p), p) for p in PACKAGE.rglob("*.py"))}
+    sizes = {m: len(p.read_text().splitlines()) for m, p in PATHS.items()}
     assert {m: n for m, n in sizes.items() if n > 300} == {}
 
 

@@ -74,9 +74,9 @@ def test_the_library_may_not_reconnect_the_stream_on_its_own(
     opened: list[dict[str, Any]] = []
     monkeypatch.setattr(binlog.pymysql, "connect", lambda **kw: opened.append(kw) or
                         SimpleNamespace(_rfile=io.BytesIO(), _sock=None))
-    reader = binlog.BinlogReader(ConnectionSettings("127.0.0.1", 1, "cdc", "x"), 7,
-                                 Position(gtid_set="0-1-5"), lambda db, t: True,
-                                 lambda db, t: (frozenset(), (), False), True, 1.0)
+    replica = binlog.Replica(ConnectionSettings("127.0.0.1", 1, "cdc", "x"), 7, True, 1.0)
+    reader = binlog.BinlogReader(replica, Position(gtid_set="0-1-5"), lambda db, t: True,
+                                 lambda db, t: (frozenset(), (), False))
     stream = reader._connect(host="h")  # the stream: read through a SocketReader
     assert isinstance(stream._rfile, SocketReader)
     reader._connect(host="h", db="information_schema")  # the library's control connection

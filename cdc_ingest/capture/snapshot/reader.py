@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from cdc_ingest.capture import decoder
-from cdc_ingest.capture.binlog import BinlogReader
+from cdc_ingest.capture.binlog import BinlogReader, Replica
 from cdc_ingest.capture.encode import KeyPlan
 from cdc_ingest.capture.events import Rows
 from cdc_ingest.capture.snapshot import table as tables
@@ -219,11 +219,10 @@ class Snapshotter:
                    start: Position, high: BinlogPos, columns: list[str] | None) -> int:
         """Replay the window's transactions onto the chunk's rows. Full row images make a
         transaction the rows already show harmless: the last image of a key wins."""
-        reader = BinlogReader(
-            self._settings, self._server_id, start,
-            lambda d, t: (d, t) == (chunk.db, chunk.table),
-            self._facts(info), self._catalog.is_mariadb, WINDOW_HEARTBEAT_S,
-        )
+        replica = Replica(self._settings, self._server_id, self._catalog.is_mariadb,
+                          WINDOW_HEARTBEAT_S)
+        reader = BinlogReader(replica, start, lambda d, t: (d, t) == (chunk.db, chunk.table),
+                              self._facts(info))
         try:
             return window.replay(reader.events(), high,
                                  lambda ev: self._apply(info, chunk, rows, ev, columns))

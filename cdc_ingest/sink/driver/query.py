@@ -44,8 +44,8 @@ from cdc_ingest.sink.driver.startup import (
 )
 from cdc_ingest.sink.driver.task_settings import sink_settings
 from cdc_ingest.sink.runtime import class_data_sharing as cds
+from cdc_ingest.sink.runtime.connector_jars import CONNECTOR
 from cdc_ingest.sink.runtime.session import (
-    CONNECTOR,
     SessionLaunch,
     local_checkpoint_manager,
     spark_context_exists,

@@ -40,6 +40,7 @@ from typing import Any
 import pyspark
 
 from cdc_ingest.download_cache import cache_dir, file_lock
+from cdc_ingest.sink.runtime.connector_jars import spark_jars_dir
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +94,6 @@ def _jdk_identity(java: Path | None) -> bytes:
 
 
 def archive_path(jars: list[Path]) -> Path:
-    from cdc_ingest.sink.runtime.session import spark_jars_dir  # noqa: PLC0415 - spark imports this
-
     digest = hashlib.blake2b(digest_size=6)
     for jar in jars:
         digest.update(jar.name.encode() + b"\n")

@@ -22,17 +22,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pyspark import SparkContext
+
 from cdc_ingest.sink.runtime import class_data_sharing as cds
+from cdc_ingest.sink.runtime.session import spark_session
 
 log = logging.getLogger(__name__)
 
 
 def train(out: Path) -> None:
     """The training run: the sink's code paths in a JVM that writes ``out`` at exit."""
-    from pyspark import SparkContext  # noqa: PLC0415 - only this process needs them
-
-    from cdc_ingest.sink.runtime.session import spark_session  # noqa: PLC0415 - spark imports cds
-
     spark = spark_session("cdc-ingest-cds-training", conf={
         "spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={out} -Xlog:cds=off "
                                          "-Xlog:cds+dynamic=off"})

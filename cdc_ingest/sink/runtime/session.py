@@ -1,4 +1,5 @@
-"""The Spark session for the sink, and the Kafka connector jars it needs from Maven Central.
+"""The Spark session for the sink, with the Kafka connector jars it needs from Maven Central
+(:mod:`cdc_ingest.sink.runtime.connector_jars`).
 
 ``python -m cdc_ingest.sink.runtime.session fetch`` downloads the jars ahead of time (tests,
 images).
@@ -23,58 +24,17 @@ from pyspark.sql import SparkSession
 
 from cdc_ingest import maven
 from cdc_ingest.sink.runtime import class_data_sharing as cds
+from cdc_ingest.sink.runtime.connector_jars import fetch_spark_kafka_jars
 from cdc_ingest.sink.runtime.executor_files import executor_settings
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MASTER = "local[*]"
-CONNECTOR = "spark-sql-kafka-0-10_2.13"
 # The driver's JVM compiles with C1 only: C2's compiler threads compete with capture and the
 # first batch for the cores at start, and the sink's JVM work per record (Kafka fetch, Arrow
 # conversion) is small next to the Python writer's (what it saves, measured:
 # docs/decisions/0002). $CDC_INGEST_SPARK_JAVA_OPTIONS replaces it ("" for the JVM default).
 DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
-
-
-def spark_jars_dir() -> Path:
-    """The jars of the Spark that pyspark runs: ``$SPARK_HOME/jars`` or pyspark's own."""
-    home = os.environ.get("SPARK_HOME")
-    return Path(home) / "jars" if home else Path(pyspark.__file__).parent / "jars"
-
-
-def _ships(spark_jars: list[str], artifact: str) -> bool:
-    """True when Spark has some version of ``artifact`` (its jars are ``<artifact>-<version>``)."""
-    prefix = f"{artifact}-"
-    return any(n.startswith(prefix) and n[len(prefix) : len(prefix) + 1].isdigit()
-               for n in spark_jars)
-
-
-def fetch_spark_kafka_jars() -> list[Path]:
-    """The Kafka connector for this pyspark version and what it needs beyond Spark's own jars.
-
-    Downloaded once with Maven into ``<cache>/spark-kafka-<version>/jars``; later calls (and
-    other processes, thanks to a file lock) reuse them.
-    """
-    version = pyspark.__version__
-    spark_jars = [p.name for p in spark_jars_dir().glob("*.jar")]
-
-    def keep(artifact: str) -> bool:
-        # the connector's Spark modules are `provided`, so Maven brings only what it adds;
-        # of that, what Spark already ships is dropped
-        if _ships(spark_jars, artifact):
-            log.debug("not adding %s: Spark ships it", artifact)
-            return False
-        return True
-
-    jars = maven.fetch_jars(
-        f"spark-kafka-{version}",
-        [f"org.apache.spark:{CONNECTOR}:{version}"],
-        what=f"the Kafka connector for Spark {version}",
-        keep=keep,
-        fix=f"The connector {CONNECTOR}:{version} and its dependencies must be on your "
-        "Maven repository; install a pyspark version whose connector is there.",
-    )
-    return sorted(jars.glob("*.jar"))
 
 
 def spark_context_exists() -> bool:

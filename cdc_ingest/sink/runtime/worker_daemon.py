@@ -26,6 +26,7 @@ another version, other jars) stays as it is.
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import sys
@@ -94,8 +95,6 @@ def drop_redundant_entries() -> list[str]:
 
 def import_task_modules() -> list[str]:
     """Import :data:`TASK_MODULES`; the ones that failed (the task then reports why)."""
-    import importlib  # noqa: PLC0415
-
     failed = []
     for name in TASK_MODULES:
         try:
