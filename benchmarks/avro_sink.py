@@ -62,11 +62,13 @@ from pipeline import (
 )
 
 from cdc_ingest.formats.avro_schemas import unframe
-from cdc_ingest.formats.upsert_avro import AvroSettings, AvroSinkSerde
-from cdc_ingest.formats.upsert_json import SinkMessage, SinkSerde
+from cdc_ingest.formats.upsert_avro import AvroSinkSerde
+from cdc_ingest.formats.upsert_json import SinkMessage, SinkSerde, UpsertOptions
 from cdc_ingest.registry import RegistryConfig
+from cdc_ingest.registry.avro_subjects import AvroSettings, Registries
 from cdc_ingest.services import SchemaRegistry
 from cdc_ingest.services._process import read_pid
+from cdc_ingest.sink.task.layouts import SchemaTopicLayouts
 
 log = logging.getLogger("benchmarks.avro_sink")
 
@@ -161,8 +163,10 @@ class SerdeBench:
         def topics(db: str, table: str) -> tuple[str, ...]:
             return (self.topic,)
         if fmt == "avro":
-            return AvroSinkSerde(topics, False, False, self.avro)
-        return SinkSerde(topics, False, False)
+            return AvroSinkSerde(topics, UpsertOptions(), (True, True),
+                                 SchemaTopicLayouts(self.avro.kafka, self.avro.schema_topic),
+                                 Registries(self.avro))
+        return SinkSerde(topics, UpsertOptions())
 
     def messages(self, fmt: str, records: list[tuple[bytes | None, bytes]] | None = None,
                  ) -> list[SinkMessage]:

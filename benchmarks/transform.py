@@ -16,7 +16,7 @@ import statistics
 import time
 from pathlib import Path
 
-from cdc_ingest.formats.upsert_json import SinkSerde
+from cdc_ingest.formats.upsert_json import SinkSerde, UpsertOptions
 from cdc_ingest.transform.rules import RuleSpec
 
 CASES: dict[str, tuple[RuleSpec, ...]] = {
@@ -49,7 +49,7 @@ def main() -> None:
     rates: dict[str, list[float]] = {name: [] for name in CASES}
     for _ in range(args.repeat):
         for name, specs in CASES.items():
-            serde = SinkSerde(lambda db, table: ("out",), False, False, specs)
+            serde = SinkSerde(lambda db, table: ("out",), UpsertOptions(False, False, specs))
             out: list[object] = []
             began = time.perf_counter()
             for key, value in records:

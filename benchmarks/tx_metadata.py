@@ -727,17 +727,23 @@ OLD_WRITER_REF = "0adf411"
 
 
 def writer_class(ref: str | None) -> Any:
-    """``TxMetadataWriter`` of this checkout (None), or of commit ``ref``'s
-    cdc_ingest/sink/driver/metadata_writer.py loaded from git into a module of its own (it imports
-    the package's kafka helpers of this checkout; ``first_offset`` and ``read_topic(settled=)``,
-    which the old writer calls, are unchanged)."""
+    """``TxMetadataWriter`` of this checkout (None), or of commit ``ref``'s writer module
+    (cdc_ingest/sink/tx_metadata.py before the sink's restructure, 1153a32) loaded from git
+    into a module of its own (it imports the package's kafka helpers of this checkout;
+    ``first_offset`` and ``read_topic(settled=)``, which the old writer calls, are
+    unchanged)."""
     if ref is None:
         return TxMetadataWriter
-    path = f"{ref}:cdc_ingest/sink/driver/metadata_writer.py"
-    source = subprocess.run(["git", "-C", str(REPO), "show", path], capture_output=True,
-                            text=True, check=True, timeout=60).stdout
+    for where in (f"{ref}:cdc_ingest/sink/driver/metadata_writer.py",
+                  f"{ref}:cdc_ingest/sink/tx_metadata.py"):
+        shown = subprocess.run(["git", "-C", str(REPO), "show", where], capture_output=True,
+                               text=True, check=False, timeout=60)
+        if shown.returncode == 0:
+            break
+    else:
+        raise SystemExit(f"{ref} has no transaction metadata writer")
+    source = shown.stdout
     module = types.ModuleType(f"tx_metadata_at_{ref}")
-    where = f"{ref}:cdc_ingest/sink/driver/metadata_writer.py"
     exec(compile(source, where, "exec"), module.__dict__)
     return module.TxMetadataWriter
 

@@ -39,7 +39,14 @@ from cdc_ingest.formats.avro_schemas import (
 )
 from cdc_ingest.formats.jackson import jackson_json
 from cdc_ingest.formats.lookups import Layouts, SchemaIds
-from cdc_ingest.formats.upsert_json import SinkMessage, SinkSerde, Topics, _columns_or_none, _json
+from cdc_ingest.formats.upsert_json import (
+    SinkMessage,
+    SinkSerde,
+    Topics,
+    UpsertOptions,
+    _columns_or_none,
+    _json,
+)
 from cdc_ingest.model.changelog import (
     EMPTIES_TABLE,
     REKEY_CUT,
@@ -47,7 +54,6 @@ from cdc_ingest.model.changelog import (
     decode_ddl,
     decode_full_record,
 )
-from cdc_ingest.transform.rules import RuleSpec
 
 log = logging.getLogger(__name__)
 
@@ -65,11 +71,10 @@ class _Layout:
 class AvroSinkSerde(SinkSerde):
     """Changelog records -> upsert messages with Avro keys and/or values."""
 
-    def __init__(self, topics: Topics, except_key: bool, with_headers: bool,
-                 sides: tuple[bool, bool], layouts: Layouts, schema_ids: SchemaIds,
-                 transforms: tuple[RuleSpec, ...] = (), jackson_keys: bool = False) -> None:
+    def __init__(self, topics: Topics, options: UpsertOptions, sides: tuple[bool, bool],
+                 layouts: Layouts, schema_ids: SchemaIds) -> None:
         """``sides``: whether the key, and the value, are Avro (else json)."""
-        super().__init__(topics, except_key, with_headers, transforms, jackson_keys)
+        super().__init__(topics, options)
         self._avro_key, self._avro_value = sides
         self._lookup = layouts
         self._registries = schema_ids

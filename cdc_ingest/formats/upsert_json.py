@@ -18,6 +18,7 @@ again would give, only without doing either.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 import msgspec
@@ -54,6 +55,19 @@ def _json(columns: dict[str, msgspec.Raw]) -> bytes:
 _columns_or_none = msgspec.json.Decoder(dict[str, msgspec.Raw] | None).decode
 
 
+@dataclass(frozen=True)
+class UpsertOptions:
+    """What upsert messages look like (picklable): ``except_key`` (``value.fields-include:
+    EXCEPT_KEY``), ``with_headers`` (``sink.add-tableId-to-header-enabled``), ``transforms``
+    (the ``transform:`` rules, applied first), ``jackson_keys`` (``key.json.encoding:
+    jackson``)."""
+
+    except_key: bool = False
+    with_headers: bool = False
+    transforms: tuple[RuleSpec, ...] = ()
+    jackson_keys: bool = False
+
+
 class SinkSerde:
     """Turns changelog records into sink messages; built once per task from the settings.
 
@@ -61,13 +75,12 @@ class SinkSerde:
     what every message of a table shares (topics, headers, name) in a per-table cache.
     """
 
-    def __init__(self, topics: Topics, except_key: bool, with_headers: bool,
-                 transforms: tuple[RuleSpec, ...] = (), jackson_keys: bool = False) -> None:
+    def __init__(self, topics: Topics, options: UpsertOptions) -> None:
         self._topics = topics
-        self._jackson = jackson_keys
-        self._transform = Transformer(transforms) if transforms else None
-        self._except_key = except_key
-        self._with_headers = with_headers
+        self._jackson = options.jackson_keys
+        self._transform = Transformer(options.transforms) if options.transforms else None
+        self._except_key = options.except_key
+        self._with_headers = options.with_headers
         self._routes: dict[tuple[str | None, str | None], _Route] = {}
         # the DDL record :meth:`add` met last; the caller takes it (and sets it back to None)
         self.ddl: DdlRecord | None = None

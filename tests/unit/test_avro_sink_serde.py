@@ -11,6 +11,7 @@ import fastavro
 
 from cdc_ingest.formats.avro_schemas import unframe
 from cdc_ingest.formats.upsert_avro import AvroSinkSerde
+from cdc_ingest.formats.upsert_json import UpsertOptions
 from cdc_ingest.transform.rules import RuleSpec
 
 COLUMNS = [{"name": "id", "type": "INT", "nullable": False, "default": None, "comment": None},
@@ -35,8 +36,8 @@ class _OneLayout:
 
 
 def _serde(key: bool, value: bool, **more: Any) -> AvroSinkSerde:
-    return AvroSinkSerde(lambda db, t: ("out",), more.pop("except_key", False), False,
-                         (key, value), _OneLayout(), _FixedIds(), **more)
+    return AvroSinkSerde(lambda db, t: ("out",), UpsertOptions(**more), (key, value),
+                         _OneLayout(), _FixedIds())
 
 
 def _record(op: str, row: bytes, pk: bytes = b'{"id":1}') -> bytes:

@@ -12,7 +12,7 @@ import pytest
 from cdc_ingest.formats.change_events import EventSerde
 from cdc_ingest.formats.event_routing import EventOptions
 from cdc_ingest.formats.jackson import jackson_json
-from cdc_ingest.formats.upsert_json import SinkSerde
+from cdc_ingest.formats.upsert_json import SinkSerde, UpsertOptions
 from cdc_ingest.kafka.partition import java_partition
 from cdc_ingest.routing.routes import Router
 from tests.unit.test_config import minimal
@@ -47,7 +47,7 @@ def _record(pk: dict[str, Any]) -> bytes:
 def test_upsert_keys_follow_the_option_and_so_does_the_partition() -> None:
     pk = {"k": "🔑"}
     for jackson, want in ((False, orjson.dumps(pk)), (True, b'{"k":"\\uD83D\\uDD11"}')):
-        serde = SinkSerde(lambda db, t: ("out",), False, False, (), jackson)
+        serde = SinkSerde(lambda db, t: ("out",), UpsertOptions(False, False, (), jackson))
         out: list[Any] = []
         serde.add(out, orjson.dumps(pk), _record(pk))
         assert out[0][1] == want

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from cdc_ingest.formats.upsert_json import SinkMessage, SinkSerde, last_per_key
+from cdc_ingest.formats.upsert_json import SinkMessage, SinkSerde, UpsertOptions, last_per_key
 from cdc_ingest.routing.routes import Router, RouteRule
 
 ROW = (
@@ -29,12 +29,12 @@ def _router(mode: str = "ALL_MATCH") -> Router:
 
 def _one(key: bytes | None, value: bytes, except_key: bool = False,
          headers: bool = False) -> SinkMessage:
-    [msg] = SinkSerde(lambda d, t: ("t",), except_key, headers).messages(key, value)
+    [msg] = SinkSerde(lambda d, t: ("t",), UpsertOptions(except_key, headers)).messages(key, value)
     return msg
 
 
 def test_upsert_value_keeps_every_number_exactly() -> None:
-    [msg, _] = SinkSerde(_router().sink_topics, False, False).messages(b'{"id":7}', ROW)
+    [msg, _] = SinkSerde(_router().sink_topics, UpsertOptions(False, False)).messages(b'{"id":7}', ROW)
     topic, key, value, headers, ts, table = msg
     assert (topic, key, headers, ts, table) == ("orders", b'{"id":7}', None, 1700000000123,
                                                 "app.order_1")
@@ -56,7 +56,7 @@ def test_integers_beyond_64_bits_pass_through() -> None:
 
 def test_fan_out_first_match_and_unmatched() -> None:
     def topics(mode: str, value: bytes = ROW) -> list[str]:
-        return [m[0] for m in SinkSerde(_router(mode).sink_topics, False, False)
+        return [m[0] for m in SinkSerde(_router(mode).sink_topics, UpsertOptions(False, False))
                 .messages(None, value)]
 
     assert topics("ALL_MATCH") == ["orders", "all_app"]
@@ -80,7 +80,7 @@ def test_except_key_drops_the_key_columns_and_ddl_writes_nothing() -> None:
     ddl = (b'{"v":1,"op":"DDL","db":"a","table":"b","pk":null,"before":null,'
            b'"after":null,"ts_ms":1,"pos":"f:1","ddl":"ALTER TABLE b ADD c INT"}')
     for except_key in (False, True):
-        serde = SinkSerde(lambda d, t: ("t",), except_key, False)
+        serde = SinkSerde(lambda d, t: ("t",), UpsertOptions(except_key, False))
         out: list[SinkMessage] = []
         assert serde.add(out, None, ddl) == 1 and out == []
 
@@ -96,11 +96,11 @@ def test_except_key_drops_the_key_columns_and_ddl_writes_nothing() -> None:
 def test_a_value_that_is_no_changelog_record_is_a_value_error(value: bytes) -> None:
     for except_key in (False, True):
         with pytest.raises(ValueError):
-            SinkSerde(lambda d, t: ("t",), except_key, False).messages(b"k", value)
+            SinkSerde(lambda d, t: ("t",), UpsertOptions(except_key, False)).messages(b"k", value)
 
 
 def test_buffer_flush_keeps_the_last_record_per_key_in_last_write_order() -> None:
-    serde = SinkSerde(lambda d, t: ("t",), False, False)
+    serde = SinkSerde(lambda d, t: ("t",), UpsertOptions(False, False))
     a1, = serde.messages(b"a", ROW)
     b1, = serde.messages(b"b", ROW)
     a2, = serde.messages(b"a", ROW.replace(b'"+U"', b'"-D"'))

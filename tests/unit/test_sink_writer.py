@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from cdc_ingest.errors import SinkError
-from cdc_ingest.formats.upsert_json import SinkMessage
+from cdc_ingest.formats.upsert_json import SinkMessage, UpsertOptions
 from cdc_ingest.kafka import FencedError, KafkaClientError, PlainProducer, TransactionalProducer
 from cdc_ingest.routing.routes import Router, RouteRule
 from cdc_ingest.sink.settings import UpsertFormat
@@ -47,7 +47,8 @@ def _batch(partition: int, offsets: list[int]) -> pa.RecordBatch:
 
 def _chunks(settings: writer.SinkSettings, counters: Any, batches: Any, start: int,
             reset: Any = None) -> Any:
-    serde = writer.SinkSerde(settings.router.sink_topics, False, settings.with_headers)
+    serde = writer.SinkSerde(settings.router.sink_topics,
+                             UpsertOptions(False, settings.with_headers))
     return chunks(settings, serde, counters, batches, start, reset or (lambda *a: []))
 
 

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from cdc_ingest.errors import SinkError
-from cdc_ingest.formats.upsert_json import SinkSerde
+from cdc_ingest.formats.upsert_json import SinkSerde, UpsertOptions
 from cdc_ingest.model.changelog import decode_full_record
 from cdc_ingest.transform.evaluate import compile_node
 from cdc_ingest.transform.parse import ExpressionError, parse_expression
@@ -193,8 +193,7 @@ def test_first_matching_rule_wins_and_other_tables_pass_unchanged() -> None:
 
 
 def test_upsert_serde_tombstones_a_row_that_leaves_the_filter() -> None:
-    serde = SinkSerde(lambda db, t: ("out",), False, False,
-                      (RuleSpec("app.orders", r"\*, amount * 2 AS twice", "amount >= 10"),))
+    serde = SinkSerde(lambda db, t: ("out",), UpsertOptions(False, False, (RuleSpec("app.orders", r"\*, amount * 2 AS twice", "amount >= 10"),)))
     out: list[Any] = []
     serde.add(out, b'{"id":1}', _record("+I", after={"id": 1, "amount": 20}))
     serde.add(out, b'{"id":1}', _record("+U", {"id": 1, "amount": 20}, {"id": 1, "amount": 5}))
@@ -283,7 +282,7 @@ def test_a_record_of_another_changelog_version_is_refused_with_a_transform_too()
 
     rules = (RuleSpec("app.orders", r"\*, 1 AS one"),)
     future = _record("+I", after={"id": 1}).replace(b'"v":1', b'"v":2')
-    for serde in (SinkSerde(lambda db, table: ("t",), False, False, rules),
+    for serde in (SinkSerde(lambda db, table: ("t",), UpsertOptions(False, False, rules)),
                   EventSerde(Router([]), EventOptions(), False, rules)):
         with pytest.raises(ChangelogVersionError, match="version 2"):
             serde.add([], b'{"id":1}', future)

@@ -25,7 +25,13 @@ from typing import Any
 from cdc_ingest.formats.change_events import EventSerde
 from cdc_ingest.formats.event_routing import EventOptions
 from cdc_ingest.formats.upsert_avro import AvroSinkSerde
-from cdc_ingest.formats.upsert_json import Serde, SinkMessage, SinkSerde, last_per_key
+from cdc_ingest.formats.upsert_json import (
+    Serde,
+    SinkMessage,
+    SinkSerde,
+    UpsertOptions,
+    last_per_key,
+)
 from cdc_ingest.kafka import PlainProducer
 from cdc_ingest.kafka.offsets import GroupOffsets
 from cdc_ingest.model.changelog import REKEY_CUT, DdlRecord
@@ -117,14 +123,14 @@ def make_serde(settings: SinkSettings) -> Serde:
         return EventSerde(settings.router, upsert, settings.with_headers, settings.transforms,
                           SchemaTopicLayouts(settings.kafka, settings.schema_topic)
                           if upsert.typed else None)
+    options = UpsertOptions(upsert.except_key, settings.with_headers, settings.transforms,
+                            upsert.jackson_keys)
     if (avro := upsert.avro) is not None:
-        layouts = SchemaTopicLayouts(settings.kafka, settings.schema_topic)
-        return AvroSinkSerde(settings.router.sink_topics, upsert.except_key,
-                             settings.with_headers, (avro.key is not None, avro.value is not None),
-                             layouts, Registries(avro), settings.transforms,
-                             upsert.jackson_keys)
-    return SinkSerde(settings.router.sink_topics, upsert.except_key, settings.with_headers,
-                     settings.transforms, upsert.jackson_keys)
+        return AvroSinkSerde(settings.router.sink_topics, options,
+                             (avro.key is not None, avro.value is not None),
+                             SchemaTopicLayouts(settings.kafka, settings.schema_topic),
+                             Registries(avro))
+    return SinkSerde(settings.router.sink_topics, options)
 
 
 def _serde(settings: SinkSettings, group: GroupOffsets,
