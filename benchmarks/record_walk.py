@@ -22,6 +22,7 @@ import argparse
 import importlib
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -159,12 +160,46 @@ def walk(fmt: str, old: bool) -> dict[str, Any]:
             "modules": sorted(seen), "walk": steps}
 
 
+def timed(fmt: str, old: bool, records: int) -> dict[str, Any]:
+    """``records`` inserts through the same writer and in-memory Kafka, untraced: the CPU
+    seconds of the sink's own per-record path (the walk above, repeated)."""
+    modules = _modules(old)
+    writer = importlib.import_module(modules["writer"])
+    columns = importlib.import_module(modules["columns"])
+    topics = importlib.import_module(modules["topics"])
+    layout_id = importlib.import_module("cdc_ingest.capture.flinktypes" if old
+                                        else "cdc_ingest.capture.typed_layout").layout_id
+    typed = [dict(c) for c in COLUMNS]
+    lid = layout_id("shop", "t", typed)
+    _stub_io([_Msg(layout_key("shop", "t", lid),
+                   encode(layout_value("shop", "t", lid, typed)))])
+    topics.SinkTopics.ensure = lambda self, topic: None  # type: ignore[method-assign]
+    topics.SinkTopics.limit = lambda self, topic: 1 << 20  # type: ignore[method-assign]
+    settings = _settings(modules, fmt, old)
+    rows = [columns.ChangelogRow(0, i, b'{"id":%d}' % i, orjson.dumps(
+        {"v": 1, "op": "+I", "db": "shop", "table": "t", "layout": lid, "pk": {"id": i},
+         "before": None, "after": {"id": i, "note": "a%d" % i}, "ts_ms": 1000,
+         "pos": "bin.000001:%d" % (100 + i)})) for i in range(records)]
+    cpu = time.process_time()
+    counters = writer.write_partition(settings, rows)
+    cpu = time.process_time() - cpu
+    rows_out = counters["rows_out"] if isinstance(counters, dict) else counters.rows_out
+    assert rows_out == records, counters
+    return {"format": fmt, "tree": "before (8090cf7)" if old else "this checkout",
+            "records": records, "cpu_s": cpu, "records_per_cpu_s": records / cpu}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--format", choices=["avro", "json", "debezium"], default="avro")
     parser.add_argument("--old", action="store_true", help="the tree before 1153a32")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--time", type=int, default=0, metavar="N",
+                        help="instead of the walk: N records' CPU seconds through the writer")
     args = parser.parse_args()
+    if args.time:
+        print(json.dumps(timed(args.format, args.old, args.time)))
+        return
     result = walk(args.format, args.old)
     text = json.dumps(result, indent=2)
     if args.out:

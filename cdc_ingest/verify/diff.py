@@ -1,9 +1,10 @@
 """One sink topic against the MySQL rows routed to it: missing, extra, differing, conflicts.
 
-Pure logic: the topic arrives materialized (latest value bytes per canonical key), the rows
-one at a time. Matched keys leave the map as they are compared, so memory shrinks while the
-tables stream and what is left at the end is the extra keys. Keys are remembered beyond that
-only when several tables share the topic, to tell a key two shards both hold (a conflict).
+Pure logic: the topic arrives folded into a store of latest value bytes per canonical key
+(verify/store.py: on disk, or a dict), the rows in batches (:meth:`TopicCheck.rows`) or one
+at a time. Matched keys leave the store as they are compared, and what is left at the end is
+the extra keys. Keys are remembered beyond that only when several tables share the topic, to
+tell a key two shards both hold (a conflict), in the same store.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from cdc_ingest.verify.store import MemoryValues, Values
 from cdc_ingest.verify.values import dumps, parse, render, same
 
 ABSENT = "(absent)"
@@ -79,7 +81,7 @@ class TopicCheck:
         self,
         topic: str,
         tables: tuple[str, ...],
-        latest: dict[bytes, bytes] | None,
+        latest: Values | dict[bytes, bytes] | None,
         except_key: bool,
         max_diffs: int = 10,
         soft_delete: bool = False,
@@ -88,15 +90,35 @@ class TopicCheck:
         self._soft_delete = soft_delete
         # `<format>.encode.ignore-null-fields`: a column the message lacks is a null
         self._nulls_left_out = nulls_left_out
-        self._latest = latest if latest is not None else {}
+        self._latest: Values = (latest if latest is not None and not isinstance(latest, dict)
+                                else MemoryValues(latest))
         self._except_key = except_key
         self._max = max_diffs
-        self._owner: dict[bytes, str] | None = {} if len(tables) > 1 else None
+        self._shared = len(tables) > 1  # keys are claimed, to tell a key two tables hold
+        self._ahead: dict[bytes, bytes] = {}  # values taken for the batch of rows in hand
+        self._taken: dict[bytes, str] = {}  # its keys another table claimed first
+        self._in_batch = False
         # table -> column -> the value rows got when the column was added, parsed as a
         # topic value is (MySqlSide.added_values)
         self._added: dict[str, dict[str, Any]] = {}
         self.result = TopicResult(topic, tables, latest is not None, len(self._latest),
                                   dict.fromkeys(tables, 0))
+
+    def rows(self, table: str, key_names: tuple[str, ...],
+             batch: list[tuple[bytes, dict[str, Any], dict[str, Any] | None, frozenset[str],
+                               frozenset[str]]]) -> None:
+        """A batch of ``table``'s rows, each ``(key, row, also, ignored, dropped)`` as
+        :meth:`row` takes them: their values are taken from the store at once."""
+        keys = [item[0] for item in batch]
+        if self._shared:
+            self._taken = self._latest.claim(keys, table)
+        self._ahead = self._latest.take(keys)
+        self._in_batch = True
+        try:
+            for key, row, also, ignored, dropped in batch:
+                self.row(table, key, key_names, row, also, ignored, dropped)
+        finally:
+            self._ahead, self._taken, self._in_batch = {}, {}, False
 
     def _note(self, category: str, sample: Callable[[], Sample]) -> None:
         """Count one difference; describe it only while there is room to show it."""
@@ -116,16 +138,18 @@ class TopicCheck:
         written before the ``DROP COLUMN`` means nothing (docs/output-contract.md, "Schema
         changes") unless the row expected has a field of that name."""
         self.result.rows[table] = self.result.rows.get(table, 0) + 1
-        if self._owner is not None:
-            first = self._owner.setdefault(key, table)
-            if first != table:
+        if self._shared:
+            first = (self._taken.get(key) if self._in_batch
+                     else self._latest.claim([key], table).get(key))
+            if first is not None:
                 self._note("conflicts", lambda: Sample(
                     key.decode(), table, f"both {first} and {table} have a row with it"))
                 return
         expected = row
         if self._except_key:
             expected = {k: v for k, v in row.items() if k not in key_names}
-        raw = self._latest.pop(key, None)
+        raw = (self._ahead.pop(key, None) if self._in_batch
+               else self._latest.take([key]).get(key))
         if raw is None:
             self._note("missing", lambda: Sample(
                 key.decode(), table, f"mysql {render(expected)} | topic {ABSENT}"))
@@ -177,12 +201,19 @@ class TopicCheck:
         """Something that keeps a table from being verified (no key, unsupported type)."""
         self.result.problems.append(text)
 
+    def close(self) -> None:
+        """Delete the store (done by :meth:`finish`; again is harmless)."""
+        self._latest.close()
+
     def finish(self) -> TopicResult:
-        """Count what the topic holds beyond the MySQL rows (its extra keys)."""
-        if self._soft_delete:
-            self.result.soft_deleted = len(self._latest)
-            self._latest = {}
-        for key, raw in self._latest.items():
-            self._note("extra", partial(_extra, key, raw))
-        self._latest = {}
+        """Count what the topic holds beyond the MySQL rows (its extra keys); the store is
+        closed."""
+        try:
+            if self._soft_delete:
+                self.result.soft_deleted = len(self._latest)
+            else:
+                for key, raw in self._latest.remaining():
+                    self._note("extra", partial(_extra, key, raw))
+        finally:
+            self._latest.close()
         return self.result

@@ -74,6 +74,9 @@ def _timestamps(shape: TableShape) -> frozenset[bytes]:
                      if c.data_type in ("datetime", "timestamp"))
 
 
+ROWS_PER_BATCH = 5_000  # MySQL rows whose topic values are taken from the store at once
+
+
 def _check_topic(
     defn: PipelineDef, mysql: MySqlSide, shapes: dict[str, TableShape], topic: str,
     tables: list[str], max_diffs: int,
@@ -88,47 +91,54 @@ def _check_topic(
     soft = bool(tables) and all(r is not None and r.spec.soft_delete for r in rules.values())
     check = TopicCheck(topic, tuple(tables), latest, defn.sink.except_key, max_diffs, soft,
                        nulls_left_out=events is not None and events.ignores_nulls)
-    boolean = defn.source.treat_tinyint1_as_boolean_enabled
-    # One read view for all shards of a topic, so their union is one moment of MySQL.
-    with mysql.snapshot():
-        for name in tables:
-            shape = shapes[name]
-            if not shape.key:
-                check.problem(f"{name} has no primary key and no source.tables.key-columns")
-                continue
-            try:
-                convert = RowConverter(shape, boolean)
-            except SourceError as exc:
-                check.problem(str(exc))
-                continue
-            check.columns_added(name, mysql.added_values(shape, boolean))
-            rule = rules[name]
-            columns = pinned.get((shape.db, shape.table))
-            now = {c.name for c in shape.columns}
-            gone = frozenset(columns or ()) - now
-            dropped = ever.get((shape.db, shape.table), frozenset()) - now
-            stamps = _timestamps(shape) if events is not None else frozenset()
-            iso = events is not None and events.iso_values
-            for values in mysql.rows(shape):
-                key, row = convert(values)
-                expected_key = _expected_key(events, name, topic, key, stamps)
-                if iso:
-                    row = _iso(row, stamps)
-                if columns is not None:  # schema.change.behavior: ignore
-                    row = {c: row[c] for c in columns if c in row}
-                if rule is None:
-                    check.row(name, expected_key, shape.key, row, ignored=gone,
-                              dropped=dropped)
+    try:
+        boolean = defn.source.treat_tinyint1_as_boolean_enabled
+        # One read view for all shards of a topic, so their union is one moment of MySQL.
+        with mysql.snapshot():
+            for name in tables:
+                shape = shapes[name]
+                if not shape.key:
+                    check.problem(f"{name} has no primary key and no source.tables.key-columns")
                     continue
                 try:
-                    projected = transformed(rule, name, row)
-                except EvaluationError as exc:
-                    check.problem(f"{name}: transform failed for key {key.decode()}: {exc}")
-                    break
-                if projected is not None:
-                    check.row(name, expected_key, shape.key, *projected,
-                              ignored=rule.op_ts_columns, dropped=dropped)
-    return check.finish()
+                    convert = RowConverter(shape, boolean)
+                except SourceError as exc:
+                    check.problem(str(exc))
+                    continue
+                check.columns_added(name, mysql.added_values(shape, boolean))
+                rule = rules[name]
+                columns = pinned.get((shape.db, shape.table))
+                now = {c.name for c in shape.columns}
+                gone = frozenset(columns or ()) - now
+                dropped = ever.get((shape.db, shape.table), frozenset()) - now
+                stamps = _timestamps(shape) if events is not None else frozenset()
+                iso = events is not None and events.iso_values
+                batch: list[Any] = []
+                for values in mysql.rows(shape):
+                    key, row = convert(values)
+                    expected_key = _expected_key(events, name, topic, key, stamps)
+                    if iso:
+                        row = _iso(row, stamps)
+                    if columns is not None:  # schema.change.behavior: ignore
+                        row = {c: row[c] for c in columns if c in row}
+                    if rule is None:
+                        batch.append((expected_key, row, None, gone, dropped))
+                    else:
+                        try:
+                            projected = transformed(rule, name, row)
+                        except EvaluationError as exc:
+                            check.problem(f"{name}: transform failed for key {key.decode()}: "
+                                          f"{exc}")
+                            break
+                        if projected is not None:
+                            batch.append((expected_key, *projected, rule.op_ts_columns, dropped))
+                    if len(batch) >= ROWS_PER_BATCH:
+                        check.rows(name, shape.key, batch)
+                        batch = []
+                check.rows(name, shape.key, batch)
+        return check.finish()
+    finally:
+        check.close()  # the store's files, also when the check failed
 
 
 def _gone_topics(defn: PipelineDef, tables: list[tuple[str, str]],

@@ -9,6 +9,7 @@ from cdc_ingest.formats.event_readback import row_image
 from cdc_ingest.kafka import TopicAdmin, read_topic
 from cdc_ingest.model.schema_topic import fold
 from cdc_ingest.registry.avro_reader import AvroReader, AvroReadError
+from cdc_ingest.verify.store import DiskValues, Values
 from cdc_ingest.verify.values import dumps, parse
 
 log = logging.getLogger(__name__)
@@ -50,16 +51,26 @@ def _as_is(value: bytes | None) -> bytes | None:
 
 
 def latest_values(kafka: dict[str, Any], topic: str, events: bool = False,
-                  avro: AvroReader | None = None) -> dict[bytes, bytes] | None:
-    """Key -> last value of every committed message from the earliest offset; a tombstone
-    removes its key. ``events`` (``sink.type: kafka``): the value is the row image of the
-    key's last change event (``after``, canal's ``data[0]``), and a delete event removes
-    it. ``avro``: keys and values in avro-confluent, read back into the JSON form. None when
-    the topic does not exist."""
+                  avro: AvroReader | None = None) -> Values | None:
+    """Key -> last value of every committed message from the earliest offset, in a store on
+    disk (verify/store.py); a tombstone removes its key. ``events`` (``sink.type: kafka``):
+    the value is the row image of the key's last change event (``after``, canal's
+    ``data[0]``), and a delete event removes it. ``avro``: keys and values in avro-confluent,
+    read back into the JSON form. None when the topic does not exist."""
     if TopicAdmin(kafka).partitions(topic) is None:
         return None
     value_of = row_image if events else _as_is
-    latest: dict[bytes, bytes] = {}
+    latest = DiskValues()
+    try:
+        _fold(kafka, topic, value_of, avro, latest)
+    except BaseException:
+        latest.close()
+        raise
+    return latest
+
+
+def _fold(kafka: dict[str, Any], topic: str, value_of: Any, avro: AvroReader | None,
+          latest: Values) -> None:
     messages = 0
     for msg in read_topic(kafka, topic):
         messages += 1
@@ -70,11 +81,5 @@ def latest_values(kafka: dict[str, Any], topic: str, events: bool = False,
             except AvroReadError as exc:
                 raise AvroReadError(f"{topic} partition {msg.partition} offset {msg.offset}: "
                                     f"{exc}") from None
-        key = canonical_key(raw_key)
-        value = value_of(raw_value)
-        if value is None:
-            latest.pop(key, None)
-        else:
-            latest[key] = value
+        latest.put(canonical_key(raw_key), value_of(raw_value))
     log.debug("read %d messages of %s: %d live keys", messages, topic, len(latest))
-    return latest
