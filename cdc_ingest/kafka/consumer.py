@@ -32,9 +32,11 @@ class Message:
 
 
 def read_topic(
-    config: dict[str, Any], topic: str, timeout_s: float = 30.0, settled: bool = False
+    config: dict[str, Any], topic: str, timeout_s: float = 30.0, settled: bool = False,
+    since: dict[int, int] | None = None,
 ) -> Iterator[Message]:
-    """Every committed message of ``topic`` from the beginning to its current end.
+    """Every committed message of ``topic`` from the beginning (``since``: from these offsets
+    of the partitions it names) to its current end.
 
     The end is each partition's last stable offset when reading starts (what a
     read_committed consumer is told as its high watermark), so the read terminates even
@@ -53,13 +55,15 @@ def read_topic(
         if info is None or info.error is not None:
             return
         ends: dict[int, int] = {}
+        start = since or {}
         for p in info.partitions:
             low, high = watermarks(ends_of, TopicPartition(topic, p), timeout_s)
-            if high > low:
+            if high > max(low, start.get(p, 0)):
                 ends[p] = high
         if not ends:
             return
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
+        consumer.assign([TopicPartition(topic, p, start.get(p, OFFSET_BEGINNING))
+                         for p in ends])
         yield from _drain(consumer, topic, ends, timeout_s, settled)
     except KafkaException as exc:
         raise KafkaClientError(f"cannot read topic {topic}: {exc}") from exc
@@ -67,6 +71,23 @@ def read_topic(
         consumer.close()
         if ends_of is not consumer:
             ends_of.close()
+
+
+def stable_ends(config: dict[str, Any], topic: str, timeout_s: float = 30.0
+                ) -> dict[int, int]:
+    """Each partition's last stable offset: every transaction below it is decided."""
+    consumer = _consumer(config, "read_committed")
+    try:
+        meta = consumer.list_topics(topic, timeout=timeout_s)
+        info = meta.topics.get(topic)
+        if info is None or info.error is not None:
+            return {}
+        return {p: watermarks(consumer, TopicPartition(topic, p), timeout_s)[1]
+                for p in info.partitions}
+    except KafkaException as exc:
+        raise KafkaClientError(f"reading the ends of {topic} failed: {exc}") from exc
+    finally:
+        consumer.close()
 
 
 def end_offsets(config: dict[str, Any], topic: str, partitions: list[int],

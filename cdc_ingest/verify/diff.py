@@ -18,7 +18,35 @@ from cdc_ingest.verify.store import MemoryValues, Values
 from cdc_ingest.verify.values import dumps, parse, render, same
 
 ABSENT = "(absent)"
+MAX_SUSPECTS = 100_000  # differing keys kept to read again; beyond, none is confirmed
 CATEGORIES = ("missing", "extra", "differing", "conflicts")
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where an expected message comes from: ``table`` (``db.table``), the row's key as
+    the changelog spells it (canonical JSON), and its key columns' values as MySQL gave
+    them (None: not read from MySQL, only known from a topic's key)."""
+
+    table: str
+    pk: bytes
+    key_values: tuple[Any, ...] | None
+
+
+# (expected key, row, the value once updated or None, fields ignored, fields of dropped
+# columns, source): one item of TopicCheck.rows
+Item = tuple[bytes, dict[str, Any], dict[str, Any] | None, frozenset[str], frozenset[str],
+             Source]
+
+
+@dataclass(frozen=True)
+class Suspect:
+    """A key that differed: its category, its MySQL row's source (None for an extra key)
+    and the topic's value for it (None: absent)."""
+
+    category: str
+    source: Source | None
+    topic_value: bytes | None
 
 
 @dataclass(frozen=True)
@@ -43,6 +71,10 @@ class TopicResult:
     problems: list[str] = field(default_factory=list)
     # keys of rows a SOFT_DELETE transform keeps after MySQL deleted them: not a difference
     soft_deleted: int = 0
+    # keys that kept changing while verify read them again (verify/settle.py): neither
+    # equal nor confirmed different
+    unconfirmed: list[Sample] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # how the differences were judged
 
     @property
     def mysql_rows(self) -> int:
@@ -50,7 +82,7 @@ class TopicResult:
 
     @property
     def ok(self) -> bool:
-        return not self.problems and not any(self.counts.values())
+        return not self.problems and not any(self.counts.values()) and not self.unconfirmed
 
 
 def _extra(key: bytes, raw: bytes) -> Sample:
@@ -98,27 +130,38 @@ class TopicCheck:
         self._ahead: dict[bytes, bytes] = {}  # values taken for the batch of rows in hand
         self._taken: dict[bytes, str] = {}  # its keys another table claimed first
         self._in_batch = False
+        # the keys that differ, with what a second look needs (None: too many)
+        self.suspects: dict[bytes, Suspect] | None = {}
         # table -> column -> the value rows got when the column was added, parsed as a
         # topic value is (MySqlSide.added_values)
         self._added: dict[str, dict[str, Any]] = {}
         self.result = TopicResult(topic, tables, latest is not None, len(self._latest),
                                   dict.fromkeys(tables, 0))
 
-    def rows(self, table: str, key_names: tuple[str, ...],
-             batch: list[tuple[bytes, dict[str, Any], dict[str, Any] | None, frozenset[str],
-                               frozenset[str]]]) -> None:
-        """A batch of ``table``'s rows, each ``(key, row, also, ignored, dropped)`` as
-        :meth:`row` takes them: their values are taken from the store at once."""
+    def rows(self, table: str, key_names: tuple[str, ...], batch: list[Item]) -> None:
+        """A batch of ``table``'s rows, each ``(key, row, also, ignored, dropped, source)``
+        as :meth:`row` takes them: their values are taken from the store at once."""
         keys = [item[0] for item in batch]
         if self._shared:
             self._taken = self._latest.claim(keys, table)
         self._ahead = self._latest.take(keys)
         self._in_batch = True
         try:
-            for key, row, also, ignored, dropped in batch:
-                self.row(table, key, key_names, row, also, ignored, dropped)
+            for key, row, also, ignored, dropped, source in batch:
+                self.row(table, key, key_names, row, also, ignored, dropped, source)
         finally:
             self._ahead, self._taken, self._in_batch = {}, {}, False
+
+    def _suspect(self, key: bytes, category: str, source: Source | None,
+                 raw: bytes | None) -> None:
+        """Keep a key that differs, to read it again (verify/settle.py): up to
+        :data:`MAX_SUSPECTS`, beyond which none is kept (too many to confirm)."""
+        if self.suspects is None:
+            return
+        if len(self.suspects) >= MAX_SUSPECTS:
+            self.suspects = None
+            return
+        self.suspects[key] = Suspect(category, source, raw)
 
     def _note(self, category: str, sample: Callable[[], Sample]) -> None:
         """Count one difference; describe it only while there is room to show it."""
@@ -129,14 +172,15 @@ class TopicCheck:
 
     def row(self, table: str, key: bytes, key_names: tuple[str, ...], row: dict[str, Any],
             also: dict[str, Any] | None = None, ignored: frozenset[str] = frozenset(),
-            dropped: frozenset[str] = frozenset()) -> None:
+            dropped: frozenset[str] = frozenset(), source: Source | None = None) -> None:
         """One MySQL row of ``table``; ``key`` is its canonical key JSON. ``also``: another
         value the topic may hold for it (a transform's ``__data_event_type__`` is ``+I``
         or ``+U`` depending on the row's history). ``ignored``: columns of the topic's value
         that MySQL cannot tell (a transform's ``op_ts``), left out of the comparison.
         ``dropped``: columns the table had and no longer has; a field of one in a message
         written before the ``DROP COLUMN`` means nothing (docs/output-contract.md, "Schema
-        changes") unless the row expected has a field of that name."""
+        changes") unless the row expected has a field of that name. ``source``: where the
+        row comes from, kept with a key that differs (:attr:`suspects`)."""
         self.result.rows[table] = self.result.rows.get(table, 0) + 1
         if self._shared:
             first = (self._taken.get(key) if self._in_batch
@@ -153,6 +197,7 @@ class TopicCheck:
         if raw is None:
             self._note("missing", lambda: Sample(
                 key.decode(), table, f"mysql {render(expected)} | topic {ABSENT}"))
+            self._suspect(key, "missing", source, None)
             return
         try:
             actual = parse(raw)
@@ -172,6 +217,7 @@ class TopicCheck:
                 and not self._same_but_nulls(expected, actual)):
             self._note("differing", lambda: Sample(
                 key.decode(), table, value_diff(expected, actual)))
+            self._suspect(key, "differing", source, raw)
 
     def columns_added(self, table: str, values: dict[str, Any]) -> None:
         """The value each column of ``table`` stands for where a message lacks it (a message
@@ -214,6 +260,7 @@ class TopicCheck:
             else:
                 for key, raw in self._latest.remaining():
                     self._note("extra", partial(_extra, key, raw))
+                    self._suspect(key, "extra", None, raw)
         finally:
             self._latest.close()
         return self.result

@@ -122,6 +122,17 @@ class MySqlSide:
         finally:
             self._run("COMMIT")
 
+    def rows_by_key(self, shape: TableShape, keys: list[tuple[Any, ...]]
+                    ) -> Iterator[tuple[Any, ...]]:
+        """The rows whose key columns hold one of ``keys`` (values as MySQL gave them, or
+        as plain JSON numbers and strings), in batches of :data:`_FETCH`."""
+        columns = ", ".join(quote(k) for k in shape.key)
+        for start in range(0, len(keys), _FETCH):
+            batch = keys[start:start + _FETCH]
+            tuples = ", ".join(["(" + ", ".join(["%s"] * len(shape.key)) + ")"] * len(batch))
+            sql = f"{shape.select()} WHERE ({columns}) IN ({tuples})"
+            yield from self._run(sql, [v for key in batch for v in key])
+
     def added_values(self, shape: TableShape, tinyint1_as_boolean: bool) -> dict[str, Any]:
         """Each non-key column's default as output JSON (``DEFAULT(col)``): the value rows
         that existed when the column was added got, which a message written before then

@@ -20,6 +20,14 @@ def topic_lines(result: TopicResult) -> Iterator[str]:
     if result.soft_deleted:
         yield (f"  {result.soft_deleted} key(s) of rows MySQL no longer has, kept by "
                "converter-after-transform: SOFT_DELETE (not a difference)")
+    for note in result.notes:
+        yield f"  {note}"
+    if result.unconfirmed:
+        yield (f"  unconfirmed {len(result.unconfirmed)}: keys written again while verify read "
+               "them, neither equal nor confirmed different; run verify again")
+        for sample in result.unconfirmed[:10]:
+            source = f" ({sample.table})" if sample.table else ""
+            yield f"  unconfirmed  {sample.key}{source}: {sample.detail}"
     if not any(result.counts.values()):
         return
     yield "  " + ", ".join(f"{c} {result.counts[c]}" for c in CATEGORIES)

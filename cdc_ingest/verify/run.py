@@ -13,23 +13,22 @@ from cdc_ingest.config import PipelineDef
 from cdc_ingest.config.sink import UpsertKafkaSinkDef
 from cdc_ingest.config.sink_topics import event_address, topics_of
 from cdc_ingest.errors import CdcIngestError, SourceError
-from cdc_ingest.formats.event_routing import EventAddress
 from cdc_ingest.kafka import client_config
 from cdc_ingest.mysql import connection_settings
 from cdc_ingest.registry.avro_reader import AvroReader
 from cdc_ingest.transform.functions import EvaluationError
-from cdc_ingest.transform.rules import Rule
+from cdc_ingest.verify.clock import PipelineClock
 from cdc_ingest.verify.diff import TopicCheck, TopicResult
-from cdc_ingest.verify.mysql import MySqlSide, RowConverter, TableShape
+from cdc_ingest.verify.expect import Expectation, Item, rule_for
+from cdc_ingest.verify.mysql import MySqlSide, TableShape
 from cdc_ingest.verify.report import summary_line, topic_lines
+from cdc_ingest.verify.settle import Settling, settle
 from cdc_ingest.verify.topics import (
-    canonical_key,
     columns_ever,
     known_tables,
     latest_values,
     schema_topic_pins,
 )
-from cdc_ingest.verify.values import dumps, parse
 
 log = logging.getLogger(__name__)
 
@@ -38,19 +37,6 @@ class VerifyMismatch(CdcIngestError):
     """A sink topic does not hold what MySQL holds (or a table could not be checked)."""
 
     exit_code = exit_codes.VERIFY_DIFFERENT
-
-
-def _expected_key(events: EventAddress | None, name: str, topic: str, key: bytes,
-                  stamps: frozenset[bytes] = frozenset()) -> bytes:
-    """The message key of a MySQL row whose canonical key JSON is ``key``, in the canonical
-    form verify reads topic keys in (so `key.json.encoding` spellings compare equal)."""
-    if events is None:
-        return key
-    db, _, table = name.partition(".")
-    for target in events.targets(db, table):
-        if target.topic == topic:
-            return canonical_key(events.key(target, key, stamps))
-    return key
 
 
 def pinned_columns(defn: PipelineDef, kafka: dict[str, Any]
@@ -62,35 +48,35 @@ def pinned_columns(defn: PipelineDef, kafka: dict[str, Any]
     return schema_topic_pins(kafka, defn.pipeline.schema_topic)
 
 
-def _iso(row: dict[str, Any], stamps: frozenset[bytes]) -> dict[str, Any]:
-    """A row with its timestamps in ISO-8601, as the events write them."""
-    return {name: value.replace(" ", "T", 1) if isinstance(value, str) and name.encode()
-            in stamps else value for name, value in row.items()}
-
-
-def _timestamps(shape: TableShape) -> frozenset[bytes]:
-    """The columns Flink CDC types TIMESTAMP or TIMESTAMP_LTZ (for ISO-8601 events)."""
-    return frozenset(c.name.encode() for c in shape.columns
-                     if c.data_type in ("datetime", "timestamp"))
-
-
 ROWS_PER_BATCH = 5_000  # MySQL rows whose topic values are taken from the store at once
+# how long verify waits for the pipeline to pass a binlog position, beyond heartbeat.interval
+# (capture commits its position at least that often while it runs)
+SETTLE_MARGIN_S = 15.0
 
 
 def _check_topic(
     defn: PipelineDef, mysql: MySqlSide, shapes: dict[str, TableShape], topic: str,
-    tables: list[str], max_diffs: int,
+    tables: list[str], max_diffs: int, clock: PipelineClock | None = None,
 ) -> TopicResult:
     kafka = client_config(defn.sink.properties)
     events = event_address(defn)
     pinned = pinned_columns(defn, kafka)
     ever = columns_ever(kafka, defn.pipeline.schema_topic)
-    latest = latest_values(kafka, topic, events=events is not None,
-                           avro=avro_reader(defn, kafka, [shapes[name] for name in tables]))
-    rules = {name: _rule(defn, name) for name in tables}
+    avro = avro_reader(defn, kafka, [shapes[name] for name in tables])
+    latest = latest_values(kafka, topic, events=events is not None, avro=avro)
+    rules = {name: rule_for(defn, name) for name in tables}
     soft = bool(tables) and all(r is not None and r.spec.soft_delete for r in rules.values())
-    check = TopicCheck(topic, tuple(tables), latest, defn.sink.except_key, max_diffs, soft,
-                       nulls_left_out=events is not None and events.ignores_nulls)
+    added: dict[str, dict[str, Any]] = {}
+    expectations: dict[str, Expectation] = {}
+
+    def new_check(values: Any) -> TopicCheck:
+        made = TopicCheck(topic, tuple(tables), values, defn.sink.except_key, max_diffs, soft,
+                          nulls_left_out=events is not None and events.ignores_nulls)
+        for name, defaults in added.items():
+            made.columns_added(name, defaults)
+        return made
+
+    check = new_check(latest)
     try:
         boolean = defn.source.treat_tinyint1_as_boolean_enabled
         # One read view for all shards of a topic, so their union is one moment of MySQL.
@@ -101,44 +87,38 @@ def _check_topic(
                     check.problem(f"{name} has no primary key and no source.tables.key-columns")
                     continue
                 try:
-                    convert = RowConverter(shape, boolean)
+                    expect = expectations[name] = Expectation(
+                        shape, topic, events, boolean, rules[name],
+                        pinned.get((shape.db, shape.table)),
+                        ever.get((shape.db, shape.table), frozenset()))
                 except SourceError as exc:
                     check.problem(str(exc))
                     continue
-                check.columns_added(name, mysql.added_values(shape, boolean))
-                rule = rules[name]
-                columns = pinned.get((shape.db, shape.table))
-                now = {c.name for c in shape.columns}
-                gone = frozenset(columns or ()) - now
-                dropped = ever.get((shape.db, shape.table), frozenset()) - now
-                stamps = _timestamps(shape) if events is not None else frozenset()
-                iso = events is not None and events.iso_values
-                batch: list[Any] = []
+                added[name] = mysql.added_values(shape, boolean)
+                check.columns_added(name, added[name])
+                batch: list[Item] = []
                 for values in mysql.rows(shape):
-                    key, row = convert(values)
-                    expected_key = _expected_key(events, name, topic, key, stamps)
-                    if iso:
-                        row = _iso(row, stamps)
-                    if columns is not None:  # schema.change.behavior: ignore
-                        row = {c: row[c] for c in columns if c in row}
-                    if rule is None:
-                        batch.append((expected_key, row, None, gone, dropped))
-                    else:
-                        try:
-                            projected = transformed(rule, name, row)
-                        except EvaluationError as exc:
-                            check.problem(f"{name}: transform failed for key {key.decode()}: "
-                                          f"{exc}")
-                            break
-                        if projected is not None:
-                            batch.append((expected_key, *projected, rule.op_ts_columns, dropped))
+                    try:
+                        item = expect(values)
+                    except EvaluationError as exc:
+                        check.problem(f"{name}: transform failed for key "
+                                      f"{expect.key_text(values)}: {exc}")
+                        break
+                    if item is not None:
+                        batch.append(item)
                     if len(batch) >= ROWS_PER_BATCH:
                         check.rows(name, shape.key, batch)
                         batch = []
                 check.rows(name, shape.key, batch)
-        return check.finish()
+        result = check.finish()
     finally:
         check.close()  # the store's files, also when the check failed
+    if clock is None or result.ok or result.problems:
+        return result
+    return settle(result, check.suspects, Settling(
+        clock, mysql, kafka, topic, expectations, new_check, events is not None, avro,
+        latest.ends if latest is not None else {},
+        defn.source.heartbeat_interval.total_seconds() + SETTLE_MARGIN_S))
 
 
 def _gone_topics(defn: PipelineDef, tables: list[tuple[str, str]],
@@ -189,38 +169,14 @@ def avro_reader(defn: PipelineDef, kafka: dict[str, Any], shapes: list[TableShap
                       [(s.db, s.table) for s in shapes], numbers)
 
 
-def _rule(defn: PipelineDef, name: str) -> Rule | None:
-    db, _, table = name.partition(".")
-    found = defn.transform_for(db, table)
-    return None if found is None else Rule(found.spec(defn.source.metadata_list))
-
-
-def transformed(rule: Rule, name: str, row: dict[str, Any]
-                ) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
-    """A MySQL row as the table's transform writes it (None: the filter drops it), and
-    the value it has once updated, when that differs (``__data_event_type__``)."""
-    db, _, table = name.partition(".")
-    raw = dumps(row)
-    meta: dict[str, Any] = {"__namespace_name__": None, "__schema_name__": db,
-                            "__table_name__": table, "__data_event_type__": "+I", "op_ts": 0}
-    inserted, passed = rule.row(raw, meta)
-    if not passed:
-        return None
-    ignored = rule.op_ts_columns
-    first = {k: v for k, v in parse(inserted).items() if k not in ignored}
-    if not rule.uses_event_type:
-        return first, None
-    meta["__data_event_type__"] = "+U"
-    updated, _ = rule.row(raw, meta)
-    second = {k: v for k, v in parse(updated).items() if k not in ignored}
-    return first, (second if second != first else None)
-
-
 def verify_pipeline(
     defn: PipelineDef, echo: Callable[[str], None], max_diffs: int = 10
 ) -> list[TopicResult]:
     """Check every sink topic, printing each as it is done; returns the results."""
     mysql = MySqlSide(connection_settings(defn.source), defn.source.connect_max_retries)
+    clock = PipelineClock(connection_settings(defn.source), client_config(defn.sink.properties),
+                          defn.pipeline.offsets_topic, defn.pipeline.changelog_topic,
+                          defn.sink_group_id)
     try:
         tables = mysql.tables(defn.source.captures)
         shapes = {
@@ -230,7 +186,7 @@ def verify_pipeline(
         results = []
         checked = topics_of(defn, tables)
         for topic, members in checked.items():
-            result = _check_topic(defn, mysql, shapes, topic, members, max_diffs)
+            result = _check_topic(defn, mysql, shapes, topic, members, max_diffs, clock)
             for line in topic_lines(result):
                 echo(line)
             results.append(result)
@@ -247,6 +203,7 @@ def verify_pipeline(
         echo(summary_line(results))
         return results
     finally:
+        clock.close()
         mysql.close()
 
 

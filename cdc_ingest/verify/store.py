@@ -29,6 +29,10 @@ CACHE_KIB = 64 * 1024  # SQLite's page cache: the store's memory, whatever the t
 
 
 class Values(Protocol):
+    # per partition, the offset after the last message folded in (where a later read of the
+    # topic's newer messages starts)
+    ends: dict[int, int]
+
     def put(self, key: bytes, value: bytes | None) -> None:
         """The topic's next message: ``value`` None (a tombstone) removes the key."""
 
@@ -53,6 +57,7 @@ class MemoryValues:
     def __init__(self, latest: dict[bytes, bytes] | None = None) -> None:
         self._latest = dict(latest or {})
         self._owner: dict[bytes, str] = {}
+        self.ends: dict[int, int] = {}
 
     def put(self, key: bytes, value: bytes | None) -> None:
         if value is None:
@@ -99,6 +104,7 @@ class DiskValues:
         self._db.execute("CREATE TABLE owner (k BLOB PRIMARY KEY, t TEXT NOT NULL) "
                          "WITHOUT ROWID")
         self._pending: dict[bytes, bytes | None] = {}
+        self.ends: dict[int, int] = {}
 
     def put(self, key: bytes, value: bytes | None) -> None:
         self._pending[key] = value

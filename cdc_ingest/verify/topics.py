@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 from cdc_ingest.formats.event_readback import row_image
@@ -59,21 +60,28 @@ def latest_values(kafka: dict[str, Any], topic: str, events: bool = False,
     read back into the JSON form. None when the topic does not exist."""
     if TopicAdmin(kafka).partitions(topic) is None:
         return None
-    value_of = row_image if events else _as_is
     latest = DiskValues()
     try:
-        _fold(kafka, topic, value_of, avro, latest)
+        messages = 0
+        for partition, offset, key, value in topic_values(kafka, topic, events, avro):
+            messages += 1
+            latest.put(key, value)
+            latest.ends[partition] = offset + 1
     except BaseException:
         latest.close()
         raise
+    log.debug("read %d messages of %s: %d live keys", messages, topic, len(latest))
     return latest
 
 
-def _fold(kafka: dict[str, Any], topic: str, value_of: Any, avro: AvroReader | None,
-          latest: Values) -> None:
-    messages = 0
-    for msg in read_topic(kafka, topic):
-        messages += 1
+def topic_values(kafka: dict[str, Any], topic: str, events: bool = False,
+                 avro: AvroReader | None = None, since: dict[int, int] | None = None
+                 ) -> Iterator[tuple[int, int, bytes, bytes | None]]:
+    """Every committed message of ``topic`` (``since``: from these offsets on) as
+    ``(partition, offset, canonical key, value)``, the value as :func:`latest_values` keeps
+    it (None: the key is removed)."""
+    value_of = row_image if events else _as_is
+    for msg in read_topic(kafka, topic, since=since):
         raw_key, raw_value = msg.key, msg.value
         if avro is not None:
             try:
@@ -81,5 +89,4 @@ def _fold(kafka: dict[str, Any], topic: str, value_of: Any, avro: AvroReader | N
             except AvroReadError as exc:
                 raise AvroReadError(f"{topic} partition {msg.partition} offset {msg.offset}: "
                                     f"{exc}") from None
-        latest.put(canonical_key(raw_key), value_of(raw_value))
-    log.debug("read %d messages of %s: %d live keys", messages, topic, len(latest))
+        yield msg.partition, msg.offset, canonical_key(raw_key), value_of(raw_value)

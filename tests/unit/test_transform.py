@@ -246,7 +246,7 @@ def test_op_ts_is_the_binlog_time_and_zero_for_snapshot_rows() -> None:
 
 
 def test_verify_leaves_op_ts_columns_out_and_accepts_either_event_type() -> None:
-    from cdc_ingest.verify.run import transformed  # noqa: PLC0415
+    from cdc_ingest.verify.expect import transformed  # noqa: PLC0415
 
     rule = Rule(RuleSpec("app.orders", r"\*, op_ts AS opts, __data_event_type__ AS t",
                          "amount > 1", metadata=("op_ts",)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import random
 
-from cdc_ingest.verify.diff import TopicCheck
+from cdc_ingest.verify.diff import Source, Suspect, TopicCheck
 from cdc_ingest.verify.store import BATCH, DiskValues, MemoryValues
 
 
@@ -60,9 +60,10 @@ def test_a_batch_of_rows_finds_differences_and_conflicts_as_single_rows_do() -> 
         for key, value in latest.items():
             store.put(key, value)
         check = TopicCheck("t", ("a.t", "b.t"), store, except_key=False)
-        rows = [(b'{"id":%d}' % i, {"id": i, "v": i}, None, frozenset(), frozenset())
-                for i in (1, 2, 3)]
-        shard = [(b'{"id":1}', {"id": 1, "v": 1}, None, frozenset(), frozenset())]
+        rows = [(b'{"id":%d}' % i, {"id": i, "v": i}, None, frozenset(), frozenset(),
+                 Source("a.t", b'{"id":%d}' % i, (i,))) for i in (1, 2, 3)]
+        shard = [(b'{"id":1}', {"id": 1, "v": 1}, None, frozenset(), frozenset(),
+                  Source("b.t", b'{"id":1}', (1,)))]
         if batched:
             check.rows("a.t", ("id",), rows)
             check.rows("b.t", ("id",), shard)
@@ -78,3 +79,10 @@ def test_a_batch_of_rows_finds_differences_and_conflicts_as_single_rows_do() -> 
     assert counts == {"missing": 1, "extra": 1, "differing": 1, "conflicts": 1}
     assert keys == {"missing": ['{"id":3}'], "extra": ['{"id":4}'],
                     "differing": ['{"id":2}'], "conflicts": ['{"id":1}']}
+    # what a second look needs: the keys that differed, where their rows are
+    check = TopicCheck("t", ("a.t",), {b'{"id":2}': b'{"id":2,"v":9}'}, except_key=False)
+    check.rows("a.t", ("id",), [(b'{"id":2}', {"id": 2, "v": 2}, None, frozenset(),
+                                 frozenset(), Source("a.t", b'{"id":2}', (2,)))])
+    check.finish()
+    assert check.suspects == {b'{"id":2}': Suspect("differing", Source("a.t", b'{"id":2}', (2,)),
+                                                   b'{"id":2,"v":9}')}
