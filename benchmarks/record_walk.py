@@ -21,6 +21,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -189,6 +191,27 @@ def timed(fmt: str, old: bool, records: int) -> dict[str, Any]:
             "records": records, "cpu_s": cpu, "records_per_cpu_s": records / cpu}
 
 
+def pairs(fmt: str, records: int, old_tree: Path, count: int) -> dict[str, Any]:
+    """``timed`` of this checkout and of ``old_tree``, each in a process of its own, in
+    ``count`` pairs (which goes first alternates); the ratio of each pair, and the median."""
+    runs = []
+    for n in range(count):
+        pair = {}
+        for old in (False, True)[::1 if n % 2 == 0 else -1]:
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--format", fmt,
+                   "--time", str(records), *(["--old"] if old else [])]
+            env = {**os.environ, **({"PYTHONPATH": str(old_tree)} if old else {})}
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env,
+                                 cwd="/tmp", timeout=600).stdout
+            pair["old" if old else "new"] = json.loads(out.strip().splitlines()[-1])
+        runs.append(pair)
+    ratios = sorted(p["new"]["records_per_cpu_s"] / p["old"]["records_per_cpu_s"]
+                    for p in runs)
+    return {"format": fmt, "records": records, "pairs": count,
+            "ratio_median": ratios[len(ratios) // 2], "ratio_min": ratios[0],
+            "ratio_max": ratios[-1], "runs": runs}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--format", choices=["avro", "json", "debezium"], default="avro")
@@ -196,7 +219,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--time", type=int, default=0, metavar="N",
                         help="instead of the walk: N records' CPU seconds through the writer")
+    parser.add_argument("--against", type=Path, metavar="OLD_TREE",
+                        help="with --time: also time the checkout at OLD_TREE (before the "
+                        "restructure), in --pairs pairs alternating, and report the ratios")
+    parser.add_argument("--pairs", type=int, default=5)
     args = parser.parse_args()
+    if args.time and args.against:
+        result = pairs(args.format, args.time, args.against, args.pairs)
+        if args.out:
+            args.out.write_text(json.dumps(result, indent=2) + "\n")
+        print(json.dumps({k: v for k, v in result.items() if k != "runs"}))
+        return
     if args.time:
         print(json.dumps(timed(args.format, args.old, args.time)))
         return
