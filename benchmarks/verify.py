@@ -41,8 +41,9 @@ from _common import (
 )
 from snapshot import make_table, run_snapshot, write_config
 
-from cdc_ingest.kafka.consumer import end_offsets
 from cdc_ingest.kafka.offsets import GroupOffsets
+from cdc_ingest.mysql import connection_settings
+from cdc_ingest.verify.clock import PipelineClock
 
 log = logging.getLogger("benchmarks.verify")
 PARTITIONS = 2
@@ -55,7 +56,12 @@ def write_sink_topic(svc: Any, config: Path, workdir: Path, timeout_s: float) ->
     defn = load_pipeline(config)
     kafka = {"bootstrap.servers": svc.bootstrap}
     topic = defn.pipeline.changelog_topic
-    ends = end_offsets(kafka, topic, list(range(PARTITIONS)))
+    clock = PipelineClock(connection_settings(defn.source), kafka, defn.pipeline.offsets_topic,
+                          topic, defn.sink_group_id)
+    try:  # the offset after each partition's last record (transaction markers follow it)
+        ends = clock.last_records(clock.changelog_ends())
+    finally:
+        clock.close()
     log_file = workdir / f"{config.stem}.sink.log"
     began = time.perf_counter()
     with log_file.open("ab") as out:

@@ -64,7 +64,7 @@ class PipelineClock:
         """Each changelog partition's last stable offset now."""
         return stable_ends(self._kafka, self.changelog)
 
-    def _last_records(self, ends: dict[int, int]) -> dict[int, int]:
+    def last_records(self, ends: dict[int, int]) -> dict[int, int]:
         """Per partition, the offset after its last record below ``ends`` (transaction
         markers take offsets too, and the sink commits after its last record)."""
         found: dict[int, int] = {}
@@ -97,7 +97,7 @@ class PipelineClock:
                 log.info("capture is at %s, not past binlog %s:%d", at, *head)
                 return False
             time.sleep(POLL_S)
-        wanted = self._last_records(self.changelog_ends())
+        wanted = self.last_records(self.changelog_ends())
         group = GroupOffsets(self._kafka, self._group_id)
         try:
             while True:
