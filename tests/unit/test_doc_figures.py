@@ -357,6 +357,62 @@ FIGURES: list[tuple[str, str, tuple[Fig, ...]]] = [
      "changes, {}x in foreachBatch.",
      (v("read-path-prototype.json:ratio_sink_alone_wall", "{:.2f}"),
       v("read-path-prototype.json:ratio_foreach_batch", "{:.2f}"))),
+    # benchmarks/README.md: record_walk.py
+    ("benchmarks/README.md", "| json | 8090cf7 (before) | {} | {} | {} |",
+     (v("record-walk.json:walks/0/modules_crossed", "{:.0f}"),
+      v("record-walk.json:walks/0/steps", "{:.0f}"),
+      v("record-walk.json:walks/0/returns", "{:.0f}"))),
+    ("benchmarks/README.md", "| json | 1153a32 and later | {} | {} | {} |",
+     (v("record-walk.json:walks/1/modules_crossed", "{:.0f}"),
+      v("record-walk.json:walks/1/steps", "{:.0f}"),
+      v("record-walk.json:walks/1/returns", "{:.0f}"))),
+    ("benchmarks/README.md", "| avro | 8090cf7 (before) | {} | {} | {} |",
+     (v("record-walk.json:walks/2/modules_crossed", "{:.0f}"),
+      v("record-walk.json:walks/2/steps", "{:.0f}"),
+      v("record-walk.json:walks/2/returns", "{:.0f}"))),
+    ("benchmarks/README.md", "| avro | 1153a32 and later | {} | {} | {} |",
+     (v("record-walk.json:walks/3/modules_crossed", "{:.0f}"),
+      v("record-walk.json:walks/3/steps", "{:.0f}"),
+      v("record-walk.json:walks/3/returns", "{:.0f}"))),
+    ("benchmarks/README.md", "| debezium | 8090cf7 (before) | {} | {} | {} |",
+     (v("record-walk.json:walks/4/modules_crossed", "{:.0f}"),
+      v("record-walk.json:walks/4/steps", "{:.0f}"),
+      v("record-walk.json:walks/4/returns", "{:.0f}"))),
+    ("benchmarks/README.md", "| debezium | 1153a32 and later | {} | {} | {} |",
+     (v("record-walk.json:walks/5/modules_crossed", "{:.0f}"),
+      v("record-walk.json:walks/5/steps", "{:.0f}"),
+      v("record-walk.json:walks/5/returns", "{:.0f}"))),
+    ("benchmarks/README.md", "8090cf7 = {}x for json (pairs {}-{}), {}x for avro ({}-{}), {}x for "
+     "debezium ({}-{})",
+     tuple(v(f"record-walk.json:cpu_per_record/{i}/ratio_{k}", "{:.2f}")
+           for i in range(3) for k in ("median", "min", "max"))),
+    # benchmarks/README.md: verify.py
+    ("benchmarks/README.md", "| 1,000,000 | {} | {} | {} MB | {} | {} MB |",
+     tuple(v(f"verify-1m.json:results/1,000,000 rows: {k}/median", "{:,.0f}")
+           for k in ("snapshot", "verify", "verify peak RSS", "verify, code of 8090cf7",
+                     "verify peak RSS, code of 8090cf7"))),
+    ("benchmarks/README.md", "| 10,000,000 | {} | {} | {} MB | {} | {} MB |",
+     tuple(v(f"verify-10m.json:results/10,000,000 rows: {k}/median", "{:,.0f}")
+           for k in ("snapshot", "verify", "verify peak RSS", "verify, code of 8090cf7",
+                     "verify peak RSS, code of 8090cf7"))),
+    ("benchmarks/README.md", "temporary folder, verify/store.py): {} MB at 1M rows and {} MB at 10M, "
+     "where the dict of 8090cf7 took {} MB and {} MB.",
+     (v("verify-1m.json:results/1,000,000 rows: verify peak RSS/median", "{:,.0f}"),
+      v("verify-10m.json:results/10,000,000 rows: verify peak RSS/median", "{:,.0f}"),
+      v("verify-1m.json:results/1,000,000 rows: verify peak RSS, code of 8090cf7/median",
+        "{:,.0f}"),
+      v("verify-10m.json:results/10,000,000 rows: verify peak RSS, code of 8090cf7/median",
+        "{:,.0f}"))),
+    ("benchmarks/README.md", "verify is {}-{}x of the snapshot's rate on the same table",
+     (ratio("verify-10m.json:results/10,000,000 rows: verify/median",
+            "verify-10m.json:results/10,000,000 rows: snapshot/median"),
+      ratio("verify-1m.json:results/1,000,000 rows: verify/median",
+            "verify-1m.json:results/1,000,000 rows: snapshot/median"))),
+    ("benchmarks/README.md", "The price is speed: {}x of the dict's rows/s",
+     (Fig(lambda: [float(at(f"{f}:results/{n} rows: verify/median"))
+                   / float(at(f"{f}:results/{n} rows: verify, code of 8090cf7/median"))
+                   for f, n in (("verify-1m.json", "1,000,000"),
+                                ("verify-10m.json", "10,000,000"))]),)),
 ]
 
 
