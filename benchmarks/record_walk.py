@@ -108,22 +108,26 @@ def _settings(modules: dict[str, str], fmt: str, old: bool) -> Any:
                                      schema_topic="schema")
 
 
-def walk(fmt: str, old: bool) -> dict[str, Any]:
+def _prepared(fmt: str, old: bool) -> tuple[Any, Any, Any, str]:
+    """The tree's writer and columns modules, its settings for ``fmt`` and the layout id of
+    COLUMNS, with Kafka, the registry and the sink topics answered in memory."""
     modules = _modules(old)
     writer = importlib.import_module(modules["writer"])
     columns = importlib.import_module(modules["columns"])
     topics = importlib.import_module(modules["topics"])
     layout_id = importlib.import_module("cdc_ingest.capture.flinktypes" if old
                                         else "cdc_ingest.capture.typed_layout").layout_id
-
     typed = [dict(c) for c in COLUMNS]
-    lid = layout_id("shop", "t", typed)  # type: ignore[arg-type]
-    schema = [_Msg(layout_key("shop", "t", lid),
-                   encode(layout_value("shop", "t", lid, typed)))]
-    _stub_io(schema)
+    lid = layout_id("shop", "t", typed)
+    _stub_io([_Msg(layout_key("shop", "t", lid),
+                   encode(layout_value("shop", "t", lid, typed)))])
     topics.SinkTopics.ensure = lambda self, topic: None  # type: ignore[method-assign]
     topics.SinkTopics.limit = lambda self, topic: 1 << 20  # type: ignore[method-assign]
-    settings = _settings(modules, fmt, old)
+    return writer, columns, _settings(modules, fmt, old), lid
+
+
+def walk(fmt: str, old: bool) -> dict[str, Any]:
+    writer, columns, settings, lid = _prepared(fmt, old)
     value = orjson.dumps({"v": 1, "op": "+I", "db": "shop", "table": "t", "layout": lid,
                           "pk": {"id": 1}, "before": None, "after": {"id": 1, "note": "a"},
                           "ts_ms": 1000, "pos": "bin.000001:100"})
@@ -165,19 +169,7 @@ def walk(fmt: str, old: bool) -> dict[str, Any]:
 def timed(fmt: str, old: bool, records: int) -> dict[str, Any]:
     """``records`` inserts through the same writer and in-memory Kafka, untraced: the CPU
     seconds of the sink's own per-record path (the walk above, repeated)."""
-    modules = _modules(old)
-    writer = importlib.import_module(modules["writer"])
-    columns = importlib.import_module(modules["columns"])
-    topics = importlib.import_module(modules["topics"])
-    layout_id = importlib.import_module("cdc_ingest.capture.flinktypes" if old
-                                        else "cdc_ingest.capture.typed_layout").layout_id
-    typed = [dict(c) for c in COLUMNS]
-    lid = layout_id("shop", "t", typed)
-    _stub_io([_Msg(layout_key("shop", "t", lid),
-                   encode(layout_value("shop", "t", lid, typed)))])
-    topics.SinkTopics.ensure = lambda self, topic: None  # type: ignore[method-assign]
-    topics.SinkTopics.limit = lambda self, topic: 1 << 20  # type: ignore[method-assign]
-    settings = _settings(modules, fmt, old)
+    writer, columns, settings, lid = _prepared(fmt, old)
     rows = [columns.ChangelogRow(0, i, b'{"id":%d}' % i, orjson.dumps(
         {"v": 1, "op": "+I", "db": "shop", "table": "t", "layout": lid, "pk": {"id": i},
          "before": None, "after": {"id": i, "note": "a%d" % i}, "ts_ms": 1000,
