@@ -171,6 +171,33 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 60, what: str = "con
         time.sleep(0.5)
 
 
+def stop_between(proc: subprocess.Popen[bytes], count: Callable[[], int], low: int,
+                 high: int, run_for: float = 0.1, settle: float = 0.3,
+                 timeout: float = 180) -> int:
+    """Run ``proc`` in slices of ``run_for`` seconds, SIGSTOPped between them, until
+    ``count()`` (read while it is stopped, so it cannot move) is strictly between ``low``
+    and ``high``; returns that count with ``proc`` still stopped (SIGKILL it, or SIGCONT).
+    A slice is far shorter than the work it cuts, so the stop lands inside on purpose rather
+    than by a poll's luck; overshooting ``high`` in one slice fails loudly. Each stop waits
+    ``settle`` seconds before counting: a commit sent just before it lands meanwhile."""
+    deadline = time.monotonic() + timeout
+    os.kill(proc.pid, signal.SIGSTOP)
+    while True:
+        time.sleep(settle)
+        seen = count()
+        if low < seen < high:
+            return seen
+        if seen >= high:
+            raise AssertionError(f"one slice of {run_for}s went from <= {low} to {seen}, "
+                                 f"past {high}: make the slice shorter")
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"never stopped between {low} and {high} (at {seen}; "
+                                 f"exit {proc.poll()})")
+        os.kill(proc.pid, signal.SIGCONT)
+        time.sleep(run_for)
+        os.kill(proc.pid, signal.SIGSTOP)
+
+
 def written_batches(log: Path) -> int:
     """How many batches a sink's log says wrote rows (its head start's writes count as one,
     docs/decisions/0017)."""

@@ -23,6 +23,7 @@ from tests.integration.pipeline_helpers import (
     start_capture,
     start_command,
     stop,
+    stop_between,
     wait_for,
     write_pipeline,
 )
@@ -222,11 +223,12 @@ def test_sigkill_inside_a_compressed_transaction_resumes_exactly_once(
     log = tmp_path / "capture.log"
     proc = start_capture(config, log)
     try:
-        wait_for(lambda: changelog(kafka, name), 60, "the first committed part")
+        # stopped (then killed) while the first transaction is only partly committed
+        at_stop = stop_between(proc, lambda: len(rows_of(changelog(kafka, name))), 0, rows)
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
         at_kill = len(rows_of(changelog(kafka, name)))
-        assert 0 < at_kill < rows, f"killed after {at_kill} of {rows} rows: not inside"
+        assert at_kill == at_stop and 0 < at_kill < rows, f"killed after {at_kill} of {rows}"
         proc = start_capture(config, log)
         total = rows + rows // 10
         records = wait_for(lambda: (r := changelog(kafka, name)) and len(rows_of(r)) >= total
