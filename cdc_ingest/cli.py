@@ -173,6 +173,27 @@ def verify(config_path: Path, max_diffs: int, wait_s: float) -> None:
     run_verify(load_pipeline(config_path), click.echo, max_diffs, wait_s)
 
 
+@cli.command(help="The gate to switch a migration over through: with MySQL read-only (or "
+             "the last write named by --last-write), wait until the pipeline has written "
+             "everything up to the final binlog position, verify every table there, and exit "
+             "0 printing that position only when all are equal (docs/operations.md).")
+@config_option
+@click.option("--last-write", metavar="FILE:POS|GTID", default=None,
+              help="the last write to wait for, when MySQL is not made read-only: the "
+              "binlog position after it, or its GTID")
+@click.option("--timeout", "timeout_s", default=600.0, show_default=True,
+              type=click.FloatRange(min=0), metavar="SECONDS",
+              help="how long to wait for the pipeline to reach the final position")
+@click.option("--max-diffs", default=10, show_default=True, type=click.IntRange(min=0),
+              help="differences shown per kind (missing, extra, differing, conflicts) and topic")
+def cutover(config_path: Path, last_write: str | None, timeout_s: float,
+            max_diffs: int) -> None:
+    from cdc_ingest.config import load_pipeline
+    from cdc_ingest.verify.cutover import run_cutover
+
+    run_cutover(load_pipeline(config_path), click.echo, last_write, timeout_s, max_diffs)
+
+
 @cli.command()
 @config_option
 @click.argument("topics", nargs=-1)

@@ -28,6 +28,7 @@ SCHEMA_CHANGE_STOPPED = 10
 # exactly; ``cdc-ingest start`` does that itself, with backoff.
 TRANSIENT = 11
 NOT_CAUGHT_UP = 12
+CUTOVER_REFUSED = 13
 INTERRUPTED = 130
 
 
@@ -40,7 +41,7 @@ class ExitCode:
 
 
 _START9 = "(`start`: 9)"
-_READERS = "`status`, `verify`, `watch`, `snapshot`"
+_READERS = "`status`, `verify`, `cutover`, `watch`, `snapshot`"
 TABLE: tuple[ExitCode, ...] = (
     ExitCode(OK, "OK", "done, or stopped cleanly: `capture`, `sink`, `start` and `demo` by "
              "SIGTERM or Ctrl-C (also a stop that arrives while they are still starting), "
@@ -65,7 +66,8 @@ TABLE: tuple[ExitCode, ...] = (
              f"`capture`, `sink` {_START9}"),
     ExitCode(POSITION_PURGED, "POSITION_PURGED", "the committed binlog position is purged "
              "from the server", f"`capture`, `status` {_START9}"),
-    ExitCode(VERIFY_DIFFERENT, "VERIFY_DIFFERENT", "the topics differ from MySQL", "`verify`"),
+    ExitCode(VERIFY_DIFFERENT, "VERIFY_DIFFERENT", "the topics differ from MySQL",
+             "`verify`, `cutover`"),
     ExitCode(CHILD_FAILED, "CHILD_FAILED", "capture or the sink failed for good (its own error "
              "is above), so `start` stopped the other", "`start`"),
     ExitCode(SCHEMA_CHANGE_STOPPED, "SCHEMA_CHANGE_STOPPED", "capture stopped at a schema "
@@ -76,12 +78,17 @@ TABLE: tuple[ExitCode, ...] = (
              "transaction Kafka timed out (the process was frozen)",
              f"`capture`, `sink`, {_READERS} (`start` restarts the stage with backoff)"),
     ExitCode(NOT_CAUGHT_UP, "NOT_CAUGHT_UP", "`--wait-caught-up SECONDS` ran out before "
-             "capture was at the binlog head and the sink had written all it committed",
-             "`status`"),
+             "capture was at the binlog head and the sink had written all it committed; "
+             "`cutover`: the pipeline did not reach the final position within `--timeout`",
+             "`status`, `cutover`"),
+    ExitCode(CUTOVER_REFUSED, "CUTOVER_REFUSED", "MySQL takes writes (`read_only` is OFF and "
+             "no `--last-write` was named), the last write named is not in the binlog, or "
+             "MySQL changed a captured table after the final position while `cutover` "
+             "checked", "`cutover`"),
     ExitCode(INTERRUPTED, "INTERRUPTED", "Ctrl-C (SIGINT) stopped a command before it "
              "finished (`capture`, `sink`, `start`, `demo`, and `watch` once it follows its "
              "topics, stop cleanly with 0 instead)",
-             "`validate`, `status`, `verify`, `snapshot`, `watch`"),
+             "`validate`, `status`, `verify`, `cutover`, `snapshot`, `watch`"),
 )
 
 BEGIN = ("<!-- exit codes: generated from cdc_ingest/exit_codes.py by "

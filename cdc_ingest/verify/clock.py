@@ -79,11 +79,11 @@ class PipelineClock:
                 return found
             window *= 8
 
-    def wait_past(self, head: Head, timeout_s: float) -> bool:
+    def wait_past(self, head: Head, timeout_s: float, stall_s: float = STALL_S) -> bool:
         """Wait until capture's committed position is at or past ``head`` and the sink has
         committed every changelog record written by then; False when ``timeout_s`` passed
-        first, or capture's position stood still for :data:`STALL_S` (the pipeline is
-        stopped or far behind)."""
+        first, or capture's position stood still for ``stall_s`` (the pipeline is stopped or
+        far behind)."""
         deadline = time.monotonic() + timeout_s
         seen, since = None, time.monotonic()
         while True:
@@ -93,7 +93,7 @@ class PipelineClock:
             now = time.monotonic()
             if at != seen:
                 seen, since = at, now
-            if now > deadline or now - since > STALL_S:
+            if now > deadline or now - since > stall_s:
                 log.info("capture is at %s, not past binlog %s:%d", at, *head)
                 return False
             time.sleep(POLL_S)

@@ -102,7 +102,7 @@ def test_a_wrong_pipeline_file_exits_2(tmp_path: Path) -> None:
         assert "the pipeline definition has" in done.stderr and "source.hostname" in done.stderr
 
 
-@pytest.mark.parametrize("command", ["capture", "verify", "watch", "snapshot"])
+@pytest.mark.parametrize("command", ["capture", "verify", "cutover", "watch", "snapshot"])
 def test_mysql_unreachable_exits_11(unreachable: Path, command: str) -> None:
     extra = ["shop.orders"] if command == "snapshot" else []
     done = _run(command, "--config", str(unreachable), *extra)
