@@ -5,26 +5,17 @@ from __future__ import annotations
 import logging
 import signal
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any, TypeVar
 
 import click
 
 from cdc_ingest import __version__, exit_codes, logs
+from cdc_ingest.commands.migration_cli import cutover, verify
+from cdc_ingest.commands.options import config_option
 from cdc_ingest.errors import CdcIngestError
 
 log = logging.getLogger("cdc_ingest")
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def config_option(func: F) -> F:
-    return click.option(
-        "--config", "config_path", required=True,
-        type=click.Path(dir_okay=False, path_type=Path),
-        help="the pipeline YAML (source, sink, route, pipeline blocks)",
-    )(func)
 
 
 def hold_stop_signals() -> list[int]:
@@ -158,42 +149,6 @@ def start(config_path: Path, master: str | None) -> None:
     run_start(config_path, sink_args, received, sink)
 
 
-@cli.command(help="Compare every sink topic with the MySQL tables routed to it; exit "
-             f"{exit_codes.VERIFY_DIFFERENT} if they differ.")
-@config_option
-@click.option("--max-diffs", default=10, show_default=True, type=click.IntRange(min=0),
-              help="differences shown per kind (missing, extra, differing, conflicts) and topic")
-@click.option("--wait", "wait_s", default=0.0, show_default=True, type=click.FloatRange(min=0),
-              metavar="SECONDS", help="check again until equal, for up to SECONDS (changes "
-              "still on their way, a sink still starting)")
-def verify(config_path: Path, max_diffs: int, wait_s: float) -> None:
-    from cdc_ingest.config import load_pipeline
-    from cdc_ingest.verify.run import run_verify
-
-    run_verify(load_pipeline(config_path), click.echo, max_diffs, wait_s)
-
-
-@cli.command(help="The gate to switch a migration over through: with MySQL read-only (or "
-             "the last write named by --last-write), wait until the pipeline has written "
-             "everything up to the final binlog position, verify every table there, and exit "
-             "0 printing that position only when all are equal (docs/operations.md).")
-@config_option
-@click.option("--last-write", metavar="FILE:POS|GTID", default=None,
-              help="the last write to wait for, when MySQL is not made read-only: the "
-              "binlog position after it, or its GTID")
-@click.option("--timeout", "timeout_s", default=600.0, show_default=True,
-              type=click.FloatRange(min=0), metavar="SECONDS",
-              help="how long to wait for the pipeline to reach the final position")
-@click.option("--max-diffs", default=10, show_default=True, type=click.IntRange(min=0),
-              help="differences shown per kind (missing, extra, differing, conflicts) and topic")
-def cutover(config_path: Path, last_write: str | None, timeout_s: float,
-            max_diffs: int) -> None:
-    from cdc_ingest.config import load_pipeline
-    from cdc_ingest.verify.cutover import run_cutover
-
-    run_cutover(load_pipeline(config_path), click.echo, last_write, timeout_s, max_diffs)
-
-
 @cli.command()
 @config_option
 @click.argument("topics", nargs=-1)
@@ -238,12 +193,17 @@ unreachable, {exit_codes.KAFKA_OR_SINK} when Kafka fails, {exit_codes.NOT_CAUGHT
               metavar="SECONDS", help="wait (up to SECONDS) until capture is at the binlog "
               "head and the sink has written all it committed; exit "
               f"{exit_codes.NOT_CAUGHT_UP} if not by then")
-def status(config_path: Path, as_json: bool, wait_s: float | None) -> None:
+@click.option("--tables", is_flag=True, help="also per table: inserts, updates, deletes, "
+              "DDLs and snapshot rows capture committed, and per sink topic the last pass of "
+              "verify --continuous")
+def status(config_path: Path, as_json: bool, wait_s: float | None, tables: bool) -> None:
     import json
     import time
 
     from cdc_ingest.commands.status import caught_up, exit_code, pipeline_status, render_text
+    from cdc_ingest.commands.table_status import render_tables, table_status
     from cdc_ingest.config import load_pipeline
+    from cdc_ingest.kafka import client_config
 
     defn = load_pipeline(config_path)
     report = pipeline_status(defn)
@@ -251,10 +211,14 @@ def status(config_path: Path, as_json: bool, wait_s: float | None) -> None:
     while wait_s is not None and not caught_up(report) and time.monotonic() < deadline:
         time.sleep(1.0)
         report = pipeline_status(defn)
+    per_table = table_status(defn, client_config(defn.sink.properties)) if tables else None
     if as_json:
-        click.echo(json.dumps(report.as_dict(), indent=2))
+        body = report.as_dict()
+        if per_table is not None:
+            body.update(per_table.as_dict())
+        click.echo(json.dumps(body, indent=2))
     else:
-        for line in render_text(report):
+        for line in [*render_text(report), *(render_tables(per_table) if per_table else [])]:
             click.echo(line)
     code = exit_code(report)
     if not code and wait_s is not None and not caught_up(report):
@@ -274,6 +238,10 @@ def demo(no_wait: bool, fmt: str) -> None:
     from cdc_ingest.commands.demo import main as demo_main
 
     demo_main(["--no-wait"] * no_wait + ["--format", fmt])
+
+
+cli.add_command(verify)
+cli.add_command(cutover)
 
 
 def main(argv: list[str] | None = None) -> None:

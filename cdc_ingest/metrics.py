@@ -29,8 +29,30 @@ EMIT_LAG = Gauge("currentEmitEventTimeLag",
 # a lost binlog connection until the next event arrives): the Docker health check reads it
 SOURCE_CONNECTED = Gauge("sourceConnected", "1 while capture is connected to the database")
 SNAPSHOT_ROWS = Counter("numSnapshotRecords", "snapshot rows written", ["table"])
+# capture's committed counts per source table (cdc_ingest/model/table_stats.py): changes
+# since this process started, and the totals since the pipeline's first start
+TABLE_CHANGES = Counter("numChangesPerTable", "row changes, DDLs and snapshot rows capture "
+                        "committed since it started, per table", ["table", "kind"])
+TABLE_TOTALS = Gauge("numChangesPerTableTotal", "row changes, DDLs and snapshot rows capture "
+                     "committed since the pipeline's first start, per table", ["table", "kind"])
 COMMIT_TIME = Histogram("transactionCommitTime", "seconds per Kafka transaction commit",
                         ["stage"], buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
+
+
+def table_totals(totals: dict[str, dict[str, int]]) -> None:
+    """The totals per table and kind (inserts, updates, deletes, ddls, snapshot_rows)."""
+    for table, counts in totals.items():
+        for kind, value in counts.items():
+            TABLE_TOTALS.labels(table, kind).set(value)
+
+
+def table_changes(done: dict[str, dict[str, int]], totals: dict[str, dict[str, int]]) -> None:
+    """A commit's counts per table (``done``) and the totals after it."""
+    for table, counts in done.items():
+        for kind, value in counts.items():
+            if value:
+                TABLE_CHANGES.labels(table, kind).inc(value)
+                TABLE_TOTALS.labels(table, kind).set(totals[table][kind])
 
 
 def serve(port: int | None) -> None:

@@ -35,6 +35,7 @@ from cdc_ingest.capture.table_ddl import Arrived, TableDdl
 from cdc_ingest.capture.typed_layout import typed_from_binlog
 from cdc_ingest.errors import SourceUnavailable
 from cdc_ingest.model import Position
+from cdc_ingest.model.table_stats import BY_KIND
 from cdc_ingest.mysql.connection import retry_delay
 
 log = logging.getLogger(__name__)
@@ -207,6 +208,7 @@ class BinlogPhase:
         ts_ms = ev.ts * 1000
         delta = self._marks.rows(prefix, ev.schema.db, ev.schema.table, before_event,
                                  len(rows))
+        name, what = f"{ev.schema.db}.{ev.schema.table}", BY_KIND[ev.kind]
         while i < len(rows):
             send, produce = tx.row_sender()
             take = min(len(rows) - i, tx.room)
@@ -214,7 +216,7 @@ class BinlogPhase:
                                             before_event + i + 1, prefix, ts_ms, keep,
                                             produce, delta)
             i += take
-            tx.rows_sent(produced)
+            tx.rows_sent(produced, name, what)
             self._progress.rows += produced
             if tx.full:
                 tx.position = replace(tx.position, rows_done=before_event + i)

@@ -99,6 +99,7 @@ class TableDdl:
             value = ddl_value(db, table, ev.sql, ev.ts * 1000, where, action, key)
             # Every partition gets it, in order with the rows around it.
             self._tx.marker(value, range(self._partitions), ev.ts * 1000)
+            self._tx.counted(f"{db}.{table}", "ddls")
 
     def snapshot_arrivals(self, chunk_filter: ChunkFilter | None) -> None:
         """Commit the position past the rename (the binlog phase has moved it there) with a

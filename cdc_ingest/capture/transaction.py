@@ -30,6 +30,7 @@ from cdc_ingest import metrics
 from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.kafka import TransactionalProducer
 from cdc_ingest.model import Position
+from cdc_ingest.model.table_stats import TableStats
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ class ChangelogTransaction:
         self.position = Position()  # what the next commit records
         self.committed = Position()  # what the last commit recorded
         self.rows = 0  # row changes in the open transaction
+        self.stats = TableStats()  # per table, committed with the records it counts
         self._open = False
         self._began = time.monotonic()
         self._last_commit = time.monotonic()
@@ -69,8 +71,12 @@ class ChangelogTransaction:
         self._producer.init()
 
     def load_position(self) -> Position | None:
-        """The last committed position (read_committed), or None on a first start."""
-        return self._store.load()
+        """The last committed position (read_committed), or None on a first start; the
+        tables' committed totals become :attr:`stats`' base."""
+        position = self._store.load()
+        self.stats = TableStats(self._store.table_totals)
+        metrics.table_totals(self.stats.totals)
+        return position
 
     @property
     def resumed(self) -> bool:
@@ -85,6 +91,7 @@ class ChangelogTransaction:
             log.info("aborting the Kafka transaction the last run left open")
             self._producer.abort()
             self._open = False
+        self.stats.aborted()
         self.position = self.committed = start
         self.rows = 0
         self._began = self._last_commit = time.monotonic()
@@ -105,10 +112,16 @@ class ChangelogTransaction:
         self._begin()
         return self._producer.send, self._producer.raw_produce
 
-    def rows_sent(self, count: int) -> None:
-        """``count`` row changes went into the open transaction (a key-changing UPDATE,
-        written as a delete and an insert, counts once)."""
+    def rows_sent(self, count: int, table: str, what: str) -> None:
+        """``count`` row changes of ``table`` (``db.table``) went into the open transaction
+        (a key-changing UPDATE, written as a delete and an insert, counts once); ``what``:
+        which of its totals they count in (cdc_ingest/model/table_stats.py)."""
         self.rows += count
+        self.stats.add(table, what, count)
+
+    def counted(self, table: str, what: str, count: int = 1) -> None:
+        """A record other than a row change (a DDL) counted in ``table``'s totals."""
+        self.stats.add(table, what, count)
 
     @property
     def room(self) -> int:
@@ -161,7 +174,9 @@ class ChangelogTransaction:
             return
         # 1. A transaction is open (begin one if only the position moved).
         self._begin()
-        # 2. The position record joins the records already written, last.
+        # 2. The tables' totals and the position join the records already written, last.
+        for key, value in self.stats.records():
+            self._producer.send(self._store.topic, value, key)
         key, value = self._store.record(self.position)
         self._producer.send(self._store.topic, value, key)
         # 3. Commit: records and position become visible together, or neither does.
@@ -169,6 +184,7 @@ class ChangelogTransaction:
         self._producer.commit()
         metrics.COMMIT_TIME.labels("capture").observe(time.monotonic() - began)
         metrics.NUM_RECORDS_OUT.labels("capture").inc(self.rows)
+        metrics.table_changes(self.stats.committed(), self.stats.totals)
         if self.position.ts_ms:
             metrics.FETCH_LAG.set(max(0, time.time() * 1000 - self.position.ts_ms))
         # 4. What the next commit builds on.

@@ -48,6 +48,10 @@ class PipelineDef(ConfigModel):
         return names.signal_topic(self.transactional_id_prefix)
 
     @property
+    def verify_topic(self) -> str:
+        return names.verify_topic(self.transactional_id_prefix)
+
+    @property
     def sink_group_id(self) -> str:
         return names.sink_group_id(self.transactional_id_prefix)
 

@@ -40,3 +40,9 @@ def tx_metadata_transactional_id(prefix: str) -> str:
 def tx_state_topic(prefix: str) -> str:
     """The metadata writer's state (compacted; it is the topic's only writer)."""
     return f"{prefix}.tx-state"
+
+
+def verify_topic(prefix: str) -> str:
+    """``verify --continuous``'s state per sink topic (compacted), read by ``status
+    --tables`` (cdc_ingest/verify/continuous.py)."""
+    return f"{prefix}.verify"

@@ -54,9 +54,13 @@ ROWS_PER_BATCH = 5_000  # MySQL rows whose topic values are taken from the store
 SETTLE_MARGIN_S = 15.0
 
 
+Pace = Callable[[int], None]  # told each batch of MySQL rows read; sleeps to keep a rate
+
+
 def _check_topic(
     defn: PipelineDef, mysql: MySqlSide, shapes: dict[str, TableShape], topic: str,
     tables: list[str], max_diffs: int, clock: PipelineClock | None = None,
+    pace: Pace | None = None,
 ) -> TopicResult:
     kafka = client_config(defn.sink.properties)
     events = event_address(defn)
@@ -108,8 +112,12 @@ def _check_topic(
                         batch.append(item)
                     if len(batch) >= ROWS_PER_BATCH:
                         check.rows(name, shape.key, batch)
+                        if pace is not None:
+                            pace(len(batch))
                         batch = []
                 check.rows(name, shape.key, batch)
+                if pace is not None:
+                    pace(len(batch))
         result = check.finish()
     finally:
         check.close()  # the store's files, also when the check failed
@@ -170,9 +178,12 @@ def avro_reader(defn: PipelineDef, kafka: dict[str, Any], shapes: list[TableShap
 
 
 def verify_pipeline(
-    defn: PipelineDef, echo: Callable[[str], None], max_diffs: int = 10
+    defn: PipelineDef, echo: Callable[[str], None], max_diffs: int = 10,
+    pace: Pace | None = None, on_result: Callable[[TopicResult, float], None] | None = None,
 ) -> list[TopicResult]:
-    """Check every sink topic, printing each as it is done; returns the results."""
+    """Check every sink topic, printing each as it is done; returns the results.
+    ``pace``: told each batch of MySQL rows (a rate limit); ``on_result``: each topic's
+    result as it is done, with the seconds it took."""
     mysql = MySqlSide(connection_settings(defn.source), defn.source.connect_max_retries)
     clock = PipelineClock(connection_settings(defn.source), client_config(defn.sink.properties),
                           defn.pipeline.offsets_topic, defn.pipeline.changelog_topic,
@@ -186,12 +197,18 @@ def verify_pipeline(
         results = []
         checked = topics_of(defn, tables)
         for topic, members in checked.items():
-            result = _check_topic(defn, mysql, shapes, topic, members, max_diffs, clock)
+            began = time.monotonic()
+            result = _check_topic(defn, mysql, shapes, topic, members, max_diffs, clock, pace)
             for line in topic_lines(result):
                 echo(line)
             results.append(result)
+            if on_result is not None:
+                on_result(result, time.monotonic() - began)
         for topic, members in _gone_topics(defn, tables, checked).items():
+            began = time.monotonic()
             result = _check_gone(defn, topic, members, max_diffs)
+            if on_result is not None:
+                on_result(result, time.monotonic() - began)
             if result.ok:
                 continue  # shown only when it holds live keys
             for line in topic_lines(result):

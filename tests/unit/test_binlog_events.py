@@ -40,7 +40,7 @@ def _server(listing: list[tuple[Any, ...]]) -> Any:
         if sql == "SHOW BINARY LOGS":
             return [(f, 0) for f in files]
         assert sql.startswith("SHOW BINLOG EVENTS IN %s") and f"LIMIT {PAGE}" in sql, sql
-        start = int(sql.split(" FROM ")[1].split()[0]) if " FROM " in sql else 0
+        start = int(sql.split(" FROM ")[1].split(maxsplit=1)[0]) if " FROM " in sql else 0
         return [r for r in listing if r[0] == args[0] and r[1] >= start][:PAGE]
     return query
 

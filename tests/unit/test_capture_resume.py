@@ -112,11 +112,13 @@ def test_a_commit_puts_the_position_into_the_same_transaction_as_the_records() -
     checkpoint, producer = _checkpoint()
     send, _ = checkpoint.row_sender()
     send("changelog", b'{"r":1}', b'{"id":1}')
-    checkpoint.rows_sent(1)
+    checkpoint.rows_sent(1, "d.t", "inserts")
     checkpoint.position = Position(file="b.1", pos=99)
     checkpoint.commit()
     assert producer.calls == [
         ("begin",), ("send", "changelog", b'{"id":1}', {"r": 1}),
+        ("send", "offsets", b'{"stats":"d.t"}', {"inserts": 1, "updates": 0, "deletes": 0,
+                                                 "ddls": 0, "snapshot_rows": 0}),
         ("send", "offsets", SOURCE_KEY, orjson.loads(Position(file="b.1", pos=99).to_json())),
         ("commit",)]
     assert checkpoint.committed == Position(file="b.1", pos=99)

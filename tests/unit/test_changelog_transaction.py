@@ -57,7 +57,8 @@ def test_schema_records_markers_and_rows_then_the_position_last_then_the_commit(
     tx.marker(b'{"op":"DDL"}', range(2), 5)
     send, _ = tx.row_sender()
     send("changelog", b'{"row":1}', b'{"id":1}')
-    tx.rows_sent(1)
+    tx.rows_sent(1, "d.t", "inserts")
+    tx.counted("d.t", "ddls")
     moved = Position(file="b.1", pos=90)
     tx.position = moved
     tx.commit()
@@ -67,6 +68,9 @@ def test_schema_records_markers_and_rows_then_the_position_last_then_the_commit(
         ("send", "changelog", None, b'{"op":"DDL"}', 0),
         ("send", "changelog", None, b'{"op":"DDL"}', 1),
         ("send", "changelog", b'{"id":1}', b'{"row":1}', -1),
+        # the table's totals, then the position: in the transaction of what they count
+        ("send", "offsets", b'{"stats":"d.t"}',
+         b'{"inserts":1,"updates":0,"deletes":0,"ddls":1,"snapshot_rows":0}', -1),
         ("send", "offsets", SOURCE_KEY, moved.to_json(), -1),
         ("commit",)]
     assert tx.committed == moved and not tx.is_open
@@ -76,11 +80,11 @@ def test_schema_records_markers_and_rows_then_the_position_last_then_the_commit(
 def test_rows_count_row_changes_per_transaction() -> None:
     tx, _ = _tx(max_rows=3)
     tx.row_sender()
-    tx.rows_sent(2)
+    tx.rows_sent(2, "d.t", "updates")
     assert (tx.room, tx.full) == (1, False)
     tx.marker(b"{}", [0], 0)  # markers and schema records are not row changes
     tx.schema_record(b"k", b"v")
-    tx.rows_sent(1)
+    tx.rows_sent(1, "d.t", "deletes")
     assert tx.full
     tx.commit()
     tx.row_sender()  # a new transaction starts empty
@@ -115,3 +119,28 @@ def test_a_run_that_left_a_transaction_open_has_it_aborted_at_the_next_start() -
     tx.schema_record(b'{"db":"d","table":"t"}', None)
     assert producer.calls[-2:] == [("begin",), ("send", "schema", b'{"db":"d","table":"t"}',
                                                 None, -1)]
+
+
+def test_a_tables_totals_count_only_what_committed_and_go_on_from_the_loaded_ones() -> None:
+    tx, producer = _tx()
+    tx.stats.totals = {"d.t": {"inserts": 5, "updates": 0, "deletes": 1, "ddls": 0,
+                               "snapshot_rows": 100}}
+    tx.row_sender()
+    tx.rows_sent(3, "d.t", "inserts")
+    tx.rows_sent(2, "d.u", "snapshot_rows")
+    tx.commit()
+    stats = {orjson.loads(c[2])["stats"]: orjson.loads(c[3]) for c in producer.calls
+             if c[0] == "send" and c[1] == "offsets" and c[2].startswith(b'{"stats"')}
+    assert stats == {"d.t": {"inserts": 8, "updates": 0, "deletes": 1, "ddls": 0,
+                             "snapshot_rows": 100},
+                     "d.u": {"inserts": 0, "updates": 0, "deletes": 0, "ddls": 0,
+                             "snapshot_rows": 2}}
+    # a transaction a run left open is aborted: what it counted is not in the totals
+    tx.row_sender()
+    tx.rows_sent(7, "d.t", "updates")
+    tx.start_run(Position(file="b.1", pos=4))
+    producer.calls.clear()
+    tx.position = Position(file="b.1", pos=200)
+    tx.commit()  # the position alone: no stats record, nothing of the aborted one
+    assert [c[2] for c in producer.calls if c[0] == "send"] == [SOURCE_KEY]
+    assert tx.stats.totals["d.t"]["updates"] == 0

@@ -176,7 +176,7 @@ class SnapshotPhase:
             except Exception:  # noqa: BLE001 - send waits for room or reports the error
                 send(topic, value, key, ts_ms, partition=partition)
         state.chunk_done(chunk, read.high)
-        tx.rows_sent(len(read.rows))
+        tx.rows_sent(len(read.rows), f"{db}.{table}", "snapshot_rows")
         tx.position = replace(tx.position, snapshot=state.as_json())
         tx.commit()  # a chunk is one transaction: its rows with the progress that has it
         metrics.SNAPSHOT_ROWS.labels(f"{db}.{table}").inc(len(read.rows))
