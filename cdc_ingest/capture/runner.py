@@ -153,7 +153,7 @@ class Capture:
         planner = ctx.snapshotter(0)
         if state.done:
             return Done(ChunkFilter(state, planner.info))
-        if state.chunks:
+        if state.chunks and state.table < len(state.tables):
             db, table = state.tables[state.table]
             log.info("snapshot goes on at %s.%s after key %s (%d chunk(s) committed)",
                      db, table, state.after, len(state.chunks))

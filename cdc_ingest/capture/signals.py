@@ -34,6 +34,7 @@ from typing import Any
 import orjson
 
 from cdc_ingest.capture.options import CaptureOptions
+from cdc_ingest.capture.snapshot.repair import MAX_KEYS, REPAIRABLE_TYPES, spelled
 from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.kafka.consumer import read_topic
 from cdc_ingest.kafka.signals import TopicEnd, send_one
@@ -46,11 +47,26 @@ EXECUTE_SNAPSHOT = "execute-snapshot"
 WATCH_INTERVAL_S = 2.0
 
 
+REPAIR = "repair"  # verify --repair: keys to read again (capture/snapshot/repair.py)
+
+
 @dataclass(frozen=True)
 class SnapshotRequest:
     id: str
     tables: tuple[tuple[str, str], ...]
     offset: int
+    # a repair: per table, the keys (JSON texts) to read again; None: whole tables
+    keys: dict[tuple[str, str], list[str]] | None = None
+
+
+def send_repair(kafka: dict[str, Any], topic: str,
+                keys: dict[tuple[str, str], list[str]]) -> tuple[str, int]:
+    """Write a repair request (``keys`` per table); returns its id and offset."""
+    request_id = uuid.uuid4().hex[:12]
+    value = orjson.dumps({"type": REPAIR, "id": request_id,
+                          "keys": {f"{db}.{table}": texts for (db, table), texts in keys.items()},
+                          "requested_ms": int(time.time() * 1000)})
+    return request_id, send_one(kafka, topic, request_id.encode(), value)
 
 
 def send_request(kafka: dict[str, Any], topic: str, tables: list[tuple[str, str]]) -> str:
@@ -71,15 +87,22 @@ def read_requests(kafka: dict[str, Any], topic: str, start: int) -> list[Snapsho
             continue
         try:
             body = orjson.loads(message.value)
-            tables = tuple(tuple(t.split(".", 1)) for t in body["tables"])
-            if body.get("type") != EXECUTE_SNAPSHOT or any(len(t) != 2 for t in tables):
+            keys = None
+            if body.get("type") == REPAIR:
+                keys = {tuple(t.split(".", 1)): [str(k) for k in texts]
+                        for t, texts in body["keys"].items()}
+                tables = tuple(keys)
+            else:
+                tables = tuple(tuple(t.split(".", 1)) for t in body["tables"])
+            if body.get("type") not in (EXECUTE_SNAPSHOT, REPAIR) or any(
+                    len(t) != 2 for t in tables):
                 raise ValueError(body.get("type"))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             log.error("signal topic %s offset %d: not a request this capture knows (%s); "
                       "left as is", topic, message.offset, exc)
             continue
         found.append(SnapshotRequest(str(body.get("id")), tables,
-                                     message.offset))
+                                     message.offset, keys))
     return found
 
 
@@ -96,25 +119,51 @@ def take_requests(options: CaptureOptions, start: Position, catalog: Catalog) ->
                     len(requests), what)
         return start
     wanted: list[list[str]] = []
+    repairs: list[list[Any]] = []
     existing = set(catalog.tables())
     for request in requests:
         for db, table in request.tables:
-            if [db, table] in wanted:
-                continue
             if not options.captured(db, table) or (db, table) not in existing:
-                log.warning("snapshot request %s: %s.%s is not a table this pipeline "
-                            "captures now; nothing to do for it", request.id, db, table)
-                continue
-            wanted.append([db, table])
+                log.warning("%s request %s: %s.%s is not a table this pipeline captures "
+                            "now; nothing to do for it", "repair" if request.keys else
+                            "snapshot", request.id, db, table)
+            elif request.keys is not None:
+                repairs += repair_chunks(catalog, db, table, request.keys[(db, table)],
+                                         request.id)
+            elif [db, table] not in wanted:
+                wanted.append([db, table])
     end = requests[-1].offset + 1
-    if not wanted:
+    repairs = [r for r in repairs if r[:2] not in wanted]  # snapshotted whole anyway
+    if not wanted and not repairs:
         return replace(start, signals=end)
-    names = ", ".join(".".join(t) for t in wanted)
     state = SnapshotState.again(state, wanted, catalog.server_identity(), resets=True)
-    log.info("snapshot request(s) %s: %s snapshotted again (their keys tombstoned first), "
-             "then the binlog from %s", ", ".join(r.id for r in requests), names,
+    state.repairs = repairs
+    log.info("request(s) %s: %s, then the binlog from %s", ", ".join(r.id for r in requests),
+             "; ".join([*(f"{'.'.join(t)} snapshotted again (its keys tombstoned first)"
+                          for t in wanted),
+                        *(f"{len(r[2])} key(s) of {r[0]}.{r[1]} read again" for r in repairs)]),
              start.describe())
     return replace(start, snapshot=state.as_json(), signals=end)
+
+
+def repair_chunks(catalog: Catalog, db: str, table: str, texts: list[str], request: str
+                  ) -> list[list[Any]]:
+    """A repair's keys of one table in key chunks of at most :data:`MAX_KEYS`; none (with
+    an error logged) when its key columns are not all integers or strings, or for keys that
+    are not objects of exactly its key columns."""
+    key = list(catalog.table_facts(db, table)[1])
+    types = {c.name: c.data_type for c in catalog.columns(db, table)}
+    odd = [c for c in key if types.get(c) not in REPAIRABLE_TYPES]
+    if odd:
+        log.error("repair request %s: %s.%s cannot be repaired by key (key column(s) %s are "
+                  "not integers or strings); nothing done for it. Fix: cdc-ingest snapshot "
+                  "%s.%s", request, db, table, ", ".join(odd), db, table)
+        return []
+    good = sorted({t for t in texts if spelled(t, key) is not None})
+    if len(good) < len(set(texts)):
+        log.error("repair request %s: %d key(s) of %s.%s are not objects of its key columns "
+                  "%s; left out", request, len(set(texts)) - len(good), db, table, key)
+    return [[db, table, good[i:i + MAX_KEYS]] for i in range(0, len(good), MAX_KEYS)]
 
 
 class SignalWatch:

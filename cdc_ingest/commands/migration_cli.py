@@ -35,12 +35,20 @@ from cdc_ingest.commands.options import config_option
               "written after each topic")
 @click.option("--metrics-port", default=None, type=click.IntRange(min=0), metavar="PORT",
               help="--continuous: serve Prometheus metrics of the state on PORT")
+@click.option("--repair", is_flag=True, help="have capture write the keys that differ again "
+              "(their rows, or tombstones for keys MySQL has not), exactly once while writes "
+              "go on, then verify again; waits up to 600 s (or --wait, if longer)")
 def verify(config_path: Path, max_diffs: int, wait_s: float, continuous: bool, rate: float,
            pause_s: float, passes: int, report_path: Path | None,
-           metrics_port: int | None) -> None:
+           metrics_port: int | None, repair: bool) -> None:
     from cdc_ingest.config import load_pipeline
 
     defn = load_pipeline(config_path)
+    if repair:
+        from cdc_ingest.commands.repair import run_repair
+
+        run_repair(defn, click.echo, max_diffs, max(wait_s, 600.0))
+        return
     if continuous:
         from cdc_ingest import metrics
         from cdc_ingest.verify.continuous import run_continuous

@@ -60,3 +60,26 @@ def test_bisection_over_tiled_chunks_agrees_with_a_scan_and_compares_little() ->
         key = {"id": rng.randrange(0, 110_000)}
         at = ("bin.000001", rng.randrange(0, 8000))
         assert scanned.covered("db", "t", key, at) == _scan(gapped, order, key, at)
+
+
+def test_a_key_chunk_covers_its_keys_up_to_its_watermark_on_top_of_the_range_chunks() -> None:
+    """verify --repair's key chunk: a change of one of its keys up to its high watermark is
+    in the row written again (dropped); later changes, and other keys, go on as before."""
+    order = KeyOrder((KeyColumn("id", "int"),), lambda *a: 0)
+    info = SimpleNamespace(order=order)
+    state = SnapshotState([["db", "t"]], done=True, chunks=[
+        ["db", "t", None, {"id": 100}, "bin.000001", 500],  # the first snapshot
+        ["db", "t", {"id": 100}, None, "bin.000001", 600],
+        ["db", "t", None, None, "bin.000002", 40, ['{"id":7}', '{"id":300}']],  # a repair
+    ])
+    state = SnapshotState.from_json(state.as_json())  # as committed and read back
+    chunks = ChunkFilter(state, lambda db, table: info)  # type: ignore[arg-type,return-value]
+    assert chunks.covered("db", "t", {"id": 7}, ("bin.000002", 39))
+    assert chunks.covered("db", "t", {"id": 7}, ("bin.000002", 40))
+    assert not chunks.covered("db", "t", {"id": 7}, ("bin.000002", 41))
+    assert chunks.covered("db", "t", {"id": 300}, ("bin.000001", 900))
+    assert not chunks.covered("db", "t", {"id": 8}, ("bin.000001", 900))  # not repaired
+    assert chunks.covered("db", "t", {"id": 8}, ("bin.000001", 450))  # its range chunk
+    assert not chunks.covered("db", "u", {"id": 7}, ("bin.000001", 1))
+    assert chunks.reaches("db", "t", ("bin.000002", 10))
+    assert chunks.last == ("bin.000002", 40)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cdc_ingest.capture.snapshot.state import BinlogPos, Key, SnapshotState
-from cdc_ingest.capture.snapshot.table import TableInfo
+from cdc_ingest.capture.snapshot.table import TableInfo, key_bytes, same_key
 
 
 class ChunkFilter:
@@ -20,17 +20,34 @@ class ChunkFilter:
 
     def __init__(self, state: SnapshotState, info: Callable[[str, str], TableInfo]) -> None:
         self._by_table: dict[tuple[str, str], list[list[Any]]] = {}
+        # key chunks (verify --repair): per table, each chunk's keys and high watermark
+        self._keys: dict[tuple[str, str], list[tuple[frozenset[bytes], BinlogPos]]] = {}
         for chunk in state.chunks:
-            self._by_table.setdefault((chunk[0], chunk[1]), []).append(chunk)
+            if len(chunk) > 6:
+                self._keys.setdefault((chunk[0], chunk[1]), []).append(
+                    (frozenset(same_key(k) for k in chunk[6]), (chunk[4], chunk[5])))
+            else:
+                self._by_table.setdefault((chunk[0], chunk[1]), []).append(chunk)
         self._tiled = {table for table, chunks in self._by_table.items() if _tiles(chunks)}
         self._info = info
         self.state = state
         self.last: BinlogPos = max(((c[4], c[5]) for c in state.chunks), default=("", 0))
 
     def covered(self, db: str, table: str, key: Key, at: BinlogPos) -> bool:
-        """True when the change at ``at`` is at or before its chunk's high watermark."""
+        """True when the change at ``at`` is at or before its chunk's high watermark (of any
+        chunk holding the key: a key chunk read it again after its range chunk)."""
+        if at > self.last:
+            return False
+        keyed = self._keys.get((db, table))
+        if keyed is not None:
+            text = same_key(key_bytes(key))
+            if any(at <= high for keys, high in keyed if text in keys):
+                return True
+        return self._in_range(db, table, key, at)
+
+    def _in_range(self, db: str, table: str, key: Key, at: BinlogPos) -> bool:
         chunks = self._by_table.get((db, table))
-        if not chunks or at > self.last:
+        if not chunks:
             return False
         order = self._info(db, table).order
         if (db, table) not in self._tiled:
@@ -54,7 +71,8 @@ class ChunkFilter:
         """True when a chunk of the table was read after ``at`` (its rows are the table as
         of a later point, so a statement at ``at`` that empties the table cannot be put in
         order with them)."""
-        return any(at < (c[4], c[5]) for c in self._by_table.get((db, table), ()))
+        return (any(at < (c[4], c[5]) for c in self._by_table.get((db, table), ()))
+                or any(at < high for _, high in self._keys.get((db, table), ())))
 
 
 def _tiles(chunks: list[list[Any]]) -> bool:

@@ -16,8 +16,16 @@ from cdc_ingest.capture.context import CaptureContext, Done, Stopped
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.snapshot.progress import SnapshotProgress
 from cdc_ingest.capture.snapshot.reader import Snapshotter
+from cdc_ingest.capture.snapshot.repair import REPAIR_POS, absent_keys
 from cdc_ingest.capture.snapshot.state import Chunk, ChunkRows, Key, SnapshotState
-from cdc_ingest.model.changelog import REKEY_CUT, RESNAPSHOT, ddl_value, snapshot_parts
+from cdc_ingest.model.changelog import (
+    REKEY_CUT,
+    RESNAPSHOT,
+    Op,
+    ddl_value,
+    snapshot_parts,
+    value_head,
+)
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +59,22 @@ class SnapshotPhase:
             finally:
                 readers.put(reader)
 
+        progress = SnapshotProgress()
+        while state.repairs and not self._stopping():  # verify --repair's keys first
+            db, table, keys = state.repairs[0][:3]
+            chunk = Chunk(db, table, None, None, keys=list(keys))
+            rows = self._read_keys(read, chunk)
+            if rows is None:  # the table is gone: its rows and keys are the binlog's
+                log.warning("repair of %d key(s) of %s.%s: the table no longer exists; "
+                            "nothing to read", len(keys), db, table)
+                state.repairs.pop(0)
+                self._tx.position = replace(self._tx.position, snapshot=state.as_json())
+                continue
+            self._commit_chunk(state, chunk, rows, progress, read, requested=keys)
         plan_table, plan_after = state.table, state.after
         # nothing to read (`initial` on a selection no table matches yet): done, not stopped
-        state.done = state.done or state.table >= len(state.tables)
+        state.done = state.done or (state.table >= len(state.tables) and not state.repairs)
         pending: deque[tuple[Chunk, Future[ChunkRows] | None]] = deque()
-        progress = SnapshotProgress()
         with ThreadPoolExecutor(parallelism, "snapshot") as pool:
             while not self._stopping():
                 while len(pending) <= parallelism and plan_table < len(state.tables):
@@ -103,6 +122,16 @@ class SnapshotPhase:
                 raise
             return None
 
+    def _read_keys(self, read: Callable[[Chunk, list[str] | None], ChunkRows], chunk: Chunk
+                   ) -> ChunkRows | None:
+        """A key chunk's rows; None when its table no longer exists."""
+        try:
+            return read(chunk, self._guard.pinned(chunk.db, chunk.table))
+        except Exception:
+            if self._planner.exists(chunk.db, chunk.table):
+                raise
+            return None
+
     def _rows(self, chunk: Chunk, future: Future[ChunkRows] | None) -> ChunkRows | None:
         """The chunk's rows; None when its table no longer exists."""
         if future is None:
@@ -137,7 +166,10 @@ class SnapshotPhase:
 
     def _commit_chunk(self, state: SnapshotState, chunk: Chunk, read: ChunkRows,
                       progress: SnapshotProgress,
-                      reread: Callable[[Chunk, list[str] | None], ChunkRows]) -> None:
+                      reread: Callable[[Chunk, list[str] | None], ChunkRows],
+                      requested: list[str] | None = None) -> None:
+        """``requested``: a key chunk's keys (verify --repair): a key without a row gets a
+        delete, so the sink tombstones it."""
         db, table = chunk.db, chunk.table
         log.info("snapshot chunk of %s.%s read: %d rows, %d binlog changes applied, "
                  "high watermark %s:%d", db, table, read.selected, read.reconciled, *read.high)
@@ -175,6 +207,15 @@ class SnapshotPhase:
                 produce(topic, value, key, partition=partition, timestamp=ts_ms)
             except Exception:  # noqa: BLE001 - send waits for room or reports the error
                 send(topic, value, key, ts_ms, partition=partition)
+        if requested is not None:
+            gone = absent_keys(requested, [k for k, _ in read.rows], info.key)
+            for key in gone:
+                send(topic, join((value_head(Op.DELETE, db, table, layout), key,
+                                  b',"before":', key, b',"after":null,"ts_ms":%d,"pos":"%b"}'
+                                  % (ts_ms, REPAIR_POS.encode()))), key, ts_ms)
+            log.info("repair of %s.%s: %d key(s) written again, %d deleted (MySQL has no "
+                     "row for them)", db, table, len(read.rows), len(gone))
+            tx.rows_sent(len(gone), f"{db}.{table}", "deletes")
         state.chunk_done(chunk, read.high)
         tx.rows_sent(len(read.rows), f"{db}.{table}", "snapshot_rows")
         tx.position = replace(tx.position, snapshot=state.as_json())

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
+from decimal import Decimal
 from typing import Any
 
 from cdc_ingest.capture import decoder
@@ -16,7 +18,13 @@ from cdc_ingest.capture.snapshot.keyorder import (
     upto_condition,
 )
 from cdc_ingest.capture.snapshot.state import BinlogPos, Chunk, ChunkRows, Key
-from cdc_ingest.capture.snapshot.table import RowsJson, TableInfo, key_bytes, row_json
+from cdc_ingest.capture.snapshot.table import (
+    RowsJson,
+    TableInfo,
+    key_bytes,
+    row_json,
+    same_key,
+)
 from cdc_ingest.capture.snapshot.window import Window
 from cdc_ingest.capture.tablemap import CatalogLookup
 from cdc_ingest.errors import SourceError
@@ -201,11 +209,22 @@ class Snapshotter:
                 for values in stream_rows(self._conn, sql, args, self._fetch, what):
                     k, row = info.row_json(values, columns)
                     rows[k] = (k, row)
+        if chunk.keys is not None:  # the rows' own keys too: the window replays onto them,
+            # and the binlog after the chunk is filtered by them (a collation may match a
+            # row whose key is spelled otherwise)
+            chunk.keys = sorted({*chunk.keys, *(k.decode() for k in rows)})
         return rows, view or ("", 0)
 
     def _select(self, info: TableInfo, chunk: Chunk) -> tuple[str, list[Any]]:
+        if chunk.keys is not None:  # a key chunk: the rows of these keys
+            columns = ", ".join(f"`{k.replace('`', '``')}`" for k in info.key)
+            one = "(" + ", ".join(["%s"] * len(info.key)) + ")"
+            args = [v for text in chunk.keys
+                    for v in info.order.sql_params(json.loads(text, parse_float=Decimal))]
+            where = f" WHERE ({columns}) IN ({', '.join([one] * len(chunk.keys))})"
+            return f"SELECT {info.select} FROM {info.source}{where}", args  # noqa: S608
         conditions: list[str] = []
-        args: list[Any] = []
+        args = []
         if chunk.after is not None:
             conditions.append(after_condition(info.key))
             args.extend(after_params(info.key, info.order.sql_params(chunk.after)))
@@ -242,15 +261,22 @@ class Snapshotter:
         plan = KeyPlan(ev.schema, ev.where)
         names = ev.schema.names
         applied = 0
+        keys = None if chunk.keys is None else {same_key(k) for k in chunk.keys}
+
+        def within(key: Key) -> bool:
+            if keys is not None:
+                return same_key(key_bytes(key)) in keys
+            return info.order.within(key, chunk.after, chunk.upto)
+
         for before, after in ev.rows:
             if before is not None:
                 old = plan.key(before)
-                if info.order.within(old, chunk.after, chunk.upto):
+                if within(old):
                     rows.pop(key_bytes(old), None)
                     applied += 1
             if after is not None:
                 new = plan.key(after)
-                if info.order.within(new, chunk.after, chunk.upto):
+                if within(new):
                     k = key_bytes(new)
                     rows[k] = (k, row_json(dict(zip(names, after, strict=True)), columns))
                     applied += 1

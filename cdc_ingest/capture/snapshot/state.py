@@ -30,21 +30,29 @@ class SnapshotState:
     # the first chunk of each, so the sink tombstones every key it had (none stays behind
     # that the new snapshot does not hold); a table leaves the list with that chunk.
     resets: list[list[str]] = field(default_factory=list)
+    # Keys to read again (``verify --repair``, capture/signals.py), one chunk each, before
+    # the tables: [db, table, [key JSON text, ...]]; a key chunk leaves the list when its
+    # rows are committed. Its chunk is kept as [db, table, None, None, file, pos, keys].
+    repairs: list[list[Any]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {"tables": self.tables, "table": self.table, "after": self.after,
                 "chunks": self.chunks, "done": self.done, "server": self.server,
-                "rekey": self.rekey, "resets": self.resets}
+                "rekey": self.rekey, "resets": self.resets, "repairs": self.repairs}
 
     def chunk_done(self, chunk: Chunk, high: BinlogPos) -> None:
         """``chunk`` is read as of ``high`` and goes into the changelog with this progress."""
-        self.chunks.append([chunk.db, chunk.table, _stored(chunk.after), _stored(chunk.upto),
-                            *high])
-        if chunk.upto is None:
-            self.table, self.after = self.table + 1, None
+        if chunk.keys is not None:
+            self.chunks.append([chunk.db, chunk.table, None, None, *high, list(chunk.keys)])
+            self.repairs.pop(0)
         else:
-            self.after = _stored(chunk.upto)
-        self.done = self.table >= len(self.tables)
+            self.chunks.append([chunk.db, chunk.table, _stored(chunk.after),
+                                _stored(chunk.upto), *high])
+            if chunk.upto is None:
+                self.table, self.after = self.table + 1, None
+            else:
+                self.after = _stored(chunk.upto)
+        self.done = self.table >= len(self.tables) and not self.repairs
 
     @classmethod
     def again(cls, current: SnapshotState | None, tables: list[list[str]], server: str,
@@ -62,7 +70,7 @@ class SnapshotState:
     def from_json(cls, body: dict[str, Any]) -> SnapshotState:
         return cls(body["tables"], body["table"], body.get("after"), body.get("chunks") or [],
                    bool(body.get("done")), body.get("server"), body.get("rekey"),
-                   body.get("resets") or [])
+                   body.get("resets") or [], body.get("repairs") or [])
 
 
 @dataclass
@@ -71,6 +79,9 @@ class Chunk:
     table: str
     after: Key | None
     upto: Key | None
+    # a key chunk (verify --repair): these keys' rows (key JSON texts), not a key range;
+    # the reader adds the keys of the rows it selected (a collation may match another key)
+    keys: list[str] | None = None
 
 
 @dataclass

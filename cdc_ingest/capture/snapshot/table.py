@@ -107,3 +107,9 @@ def row_json(row: dict[str, Any], columns: list[str] | None) -> bytes:
 def key_bytes(key: Key) -> bytes:
     """The changelog key, byte-identical to the one binlog rows of the same key get."""
     return orjson.dumps(key)
+
+
+def same_key(key: bytes | str) -> bytes:
+    """A key JSON text in one spelling (columns sorted, numbers as orjson writes them), to
+    tell whether two texts name the same key (a key chunk, verify --repair)."""
+    return orjson.dumps(orjson.loads(key), option=orjson.OPT_SORT_KEYS)

@@ -1,0 +1,117 @@
+"""``verify --repair`` under writes, with capture killed while the request waits and the sink
+killed once capture has carried it out: each damaged key written again exactly once,
+nothing else touched.
+
+A stray producer damages three keys the writer leaves alone (a wrong value, a tombstone, a
+key MySQL never had). ``verify --repair`` finds them, and capture reads those keys again:
+the two rows MySQL has are written again, the extra key is tombstoned. The repair must not
+touch any other key (keys 3..10, which nobody writes, get no message), must write each
+repaired key once across the kills, and the next verify is equal.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pymysql
+from confluent_kafka import Producer
+
+from cdc_ingest.kafka import read_topic
+from cdc_ingest.kafka.consumer import stable_ends
+from tests.integration.flavors import Source
+from tests.integration.pipeline_helpers import (
+    cli,
+    start_command,
+    stop,
+    wait_for,
+    write_pipeline,
+)
+from tests.integration.test_verify_under_writes import ROWS, Writer, _live
+
+EXTRA = ROWS + 500
+
+
+def test_repair_writes_each_damaged_key_once_under_writes_and_kills(
+        source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path) -> None:
+    db = fresh_source_db
+    conn = pymysql.connect(**source.admin, database=db, autocommit=True)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT, note VARCHAR(20))")
+        cur.executemany("INSERT INTO t VALUES (%s, 0, 'first')",
+                        [(i,) for i in range(1, ROWS + 1)])
+    config = write_pipeline(
+        tmp_path / "p.yaml", source, kafka, f"rep-{db}", f"{db}.t",
+        source={"scan.startup.mode": "initial", "capture.transaction.max-interval": "200ms",
+                "heartbeat.interval": "2s"},
+        sink={"sink.delivery-guarantee": "exactly-once"},
+    )
+    topic = f"{db}.t"
+    logs = {name: tmp_path / f"{name}.log" for name in ("capture", "sink", "verify")}
+    procs = {name: start_command(name, config, logs[name]) for name in ("capture", "sink")}
+    writer = Writer(source, db)
+    kafka_config = {"bootstrap.servers": kafka.bootstrap}
+    try:
+        wait_for(lambda: len(_live(kafka, topic)) == ROWS, timeout=180, what="the snapshot")
+        writer.start()
+        producer = Producer(kafka_config)
+        producer.produce(topic, orjson.dumps({"id": 1, "v": 666, "note": "stray"}),
+                         orjson.dumps({"id": 1}))
+        producer.produce(topic, None, orjson.dumps({"id": 2}))
+        producer.produce(topic, orjson.dumps({"id": EXTRA, "v": 0, "note": "stray"}),
+                         orjson.dumps({"id": EXTRA}))
+        producer.flush(30)
+        damaged_at = stable_ends(kafka_config, topic)
+
+        repair = start_command("verify", config, logs["verify"], "--repair")
+        wait_for(lambda: "key(s) to read again" in logs["verify"].read_text(), 180,
+                 "the repair request")
+        # the sink stops before capture can have taken the request (its watch looks every
+        # 2 s), and capture is killed while the request waits: the next start takes it
+        procs["sink"].send_signal(signal.SIGSTOP)
+        procs["capture"].send_signal(signal.SIGKILL)
+        procs["capture"].wait(30)
+        killed_at = len(logs["capture"].read_text())
+        procs["capture"] = start_command("capture", config, logs["capture"])
+        wait_for(lambda: re.search(rf"repair of {re.escape(db)}\.t: 2 key\(s\) written "
+                                   r"again, 1 deleted", logs["capture"].read_text()),
+                 120, "capture to carry the repair out")
+        # the repair's rows are in the changelog; the sink dies before it wrote them
+        procs["sink"].send_signal(signal.SIGKILL)
+        procs["sink"].wait(30)
+        procs["sink"] = start_command("sink", config, logs["sink"])
+        assert repair.wait(300) == 0, logs["verify"].read_text()[-4000:]
+        out = logs["verify"].read_text()
+        assert f"key(s) to read again: 3 of {db}.t" in out, out
+        taken = logs["capture"].read_text()
+        # taken once, by the capture started after the kill, and carried out once
+        assert taken.count(f"3 key(s) of {db}.t read again") == 1, taken[-4000:]
+        assert taken.count(f"repair of {db}.t: ") == 1, taken[-4000:]
+        assert taken.index(f"3 key(s) of {db}.t read again") > killed_at, taken[-4000:]
+        assert "verify: 1 topic(s) from 1 table(s) equal to MySQL" in out, out
+
+        since: dict[int, list[tuple[int, Any]]] = {}
+        for msg in read_topic(kafka_config, topic, since=damaged_at):
+            key = orjson.loads(msg.key)["id"]
+            since.setdefault(key, []).append(
+                None if msg.value is None else orjson.loads(msg.value))
+        with conn.cursor() as cur:
+            cur.execute("SELECT id, v, note FROM t WHERE id IN (1, 2)")
+            rows = {i: {"id": i, "v": v, "note": n} for i, v, n in cur.fetchall()}
+        # each damaged key once: its MySQL row, or a tombstone for the one MySQL never had
+        assert since.get(1) == [rows[1]] and since.get(2) == [rows[2]], since
+        assert since.get(EXTRA) == [None], since.get(EXTRA)
+        assert not set(since) & set(range(3, 11)), "the repair touched other keys"
+        assert writer.finish() > 100
+        done = cli("verify", "--config", str(config), timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+    finally:
+        if writer.is_alive():
+            writer.finish()
+        for name, proc in procs.items():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGCONT)
+            assert stop(proc, timeout=60) == 0, logs[name].read_text()[-3000:]
