@@ -182,7 +182,7 @@ class SignalWatch:
         while not self._stop.wait(WATCH_INTERVAL_S):
             try:
                 if self._end.end() > self.seen:
-                    log.info("a snapshot request arrived: finishing the open transaction, "
+                    log.info("a request (snapshot or repair) arrived: finishing the open transaction, "
                              "then starting over to take it")
                     self.arrived.set()
                     return

@@ -104,7 +104,7 @@ def changes_after(query: Query, file: str, pos: int, captured: Callable[[str, st
                 hit = next(((db, t) for db, t in _tables(event.info) if captured(db, t)), None)
                 if hit is not None:
                     return event, f"a row change of {hit[0]}.{hit[1]}"
-            elif kind == "query":
+            elif kind.startswith("query"):  # MariaDB's Query_compressed too
                 statement = _statement(event.info)
                 if statement and not _CONTROL.match(statement):
                     return event, f"the statement {statement[:160]!r}"
