@@ -182,8 +182,8 @@ class SignalWatch:
         while not self._stop.wait(WATCH_INTERVAL_S):
             try:
                 if self._end.end() > self.seen:
-                    log.info("a request (snapshot or repair) arrived: finishing the open transaction, "
-                             "then starting over to take it")
+                    log.info("a request (snapshot or repair) arrived: finishing the open "
+                             "transaction, then starting over to take it")
                     self.arrived.set()
                     return
             except Exception as exc:  # noqa: BLE001 - a watch failure must not stop capture

@@ -19,6 +19,9 @@ from typing import Any
 import orjson
 import pymysql
 from confluent_kafka import Producer
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
 
 from cdc_ingest.kafka import read_topic
 from cdc_ingest.kafka.consumer import stable_ends
@@ -115,3 +118,56 @@ def test_repair_writes_each_damaged_key_once_under_writes_and_kills(
             if proc.poll() is None:
                 proc.send_signal(signal.SIGCONT)
             assert stop(proc, timeout=60) == 0, logs[name].read_text()[-3000:]
+
+
+def test_repair_of_an_avro_confluent_topic(mariadb: Any, kafka: Any, registry: Any,
+                                           fresh_db: str, tmp_path: Path) -> None:
+    """The same repair where keys and values are Avro through the registry: verify reads
+    the keys back as JSON, capture spells them as the changelog does, the sink writes them
+    as Avro again; the extra key is tombstoned under its Avro key."""
+    db = fresh_db
+    conn = pymysql.connect(**mariadb.admin, database=db, autocommit=True)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT, note VARCHAR(20))")
+        cur.executemany("INSERT INTO t VALUES (%s, 0, 'first')", [(i,) for i in range(1, 201)])
+    config = write_pipeline(
+        tmp_path / "p.yaml", mariadb, kafka, f"repa-{db}", f"{db}.t",
+        source={"scan.startup.mode": "initial", "heartbeat.interval": "2s"},
+        sink={"sink.delivery-guarantee": "exactly-once", "key.format": "avro-confluent",
+              "value.format": "avro-confluent", "avro-confluent.url": registry.url})
+    topic = f"{db}.t"
+    log = tmp_path / "start.log"
+    proc = start_command("start", config, log)
+    kafka_config = {"bootstrap.servers": kafka.bootstrap}
+    client = SchemaRegistryClient({"url": registry.url})
+    try:
+        wait_for(lambda: cli("verify", "--config", str(config)).returncode == 0, 180,
+                 "the snapshot, verified")
+        key_ctx = SerializationContext(topic, MessageField.KEY)
+        value_ctx = SerializationContext(topic, MessageField.VALUE)
+        schema = {f: client.get_latest_version(f"{topic}-{f}").schema.schema_str
+                  for f in ("key", "value")}
+        conf = {"auto.register.schemas": False, "use.latest.version": True}
+        key_of = AvroSerializer(client, schema["key"], conf=conf)
+        value_of = AvroSerializer(client, schema["value"], conf=conf)
+        producer = Producer(kafka_config)
+        producer.produce(topic, value_of({"id": 1, "v": 666, "note": "stray"}, value_ctx),
+                         key_of({"id": 1}, key_ctx))
+        producer.produce(topic, None, key_of({"id": 2}, key_ctx))
+        producer.produce(topic, value_of({"id": 999, "v": 0, "note": "stray"}, value_ctx),
+                         key_of({"id": 999}, key_ctx))
+        producer.flush(30)
+        damaged_at = stable_ends(kafka_config, topic)
+        done = cli("verify", "--config", str(config), "--repair", timeout=600)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert f"key(s) to read again: 3 of {db}.t" in done.stdout, done.stdout
+        decode = AvroDeserializer(client)
+        since: dict[int, list[Any]] = {}
+        for msg in read_topic(kafka_config, topic, since=damaged_at):
+            key = decode(msg.key, key_ctx)["id"]
+            since.setdefault(key, []).append(
+                None if msg.value is None else decode(msg.value, value_ctx))
+        assert since == {1: [{"id": 1, "v": 0, "note": "first"}],
+                         2: [{"id": 2, "v": 0, "note": "first"}], 999: [None]}, since
+    finally:
+        assert stop(proc, timeout=90) == 0, log.read_text()[-3000:]
