@@ -138,7 +138,9 @@ def take_requests(options: CaptureOptions, start: Position, catalog: Catalog) ->
         return replace(start, signals=end)
     state = SnapshotState.again(state, wanted, catalog.server_identity(), resets=True)
     state.repairs = repairs
-    log.info("request(s) %s: %s, then the binlog from %s", ", ".join(r.id for r in requests),
+    kinds = " and ".join(k for k, there in (("snapshot", wanted), ("repair", repairs)) if there)
+    log.info("%s request(s) %s: %s, then the binlog from %s", kinds,
+             ", ".join(r.id for r in requests),
              "; ".join([*(f"{'.'.join(t)} snapshotted again (its keys tombstoned first)"
                           for t in wanted),
                         *(f"{len(r[2])} key(s) of {r[0]}.{r[1]} read again" for r in repairs)]),
