@@ -3,7 +3,8 @@
 # again): Debian's MariaDB server and client, a JDK, Maven and debootstrap; the package with
 # its test extras; Kafka's jars and Spark's Kafka connector from Maven Central into .cache/;
 # the MySQL 9.7 root (Debian sid + mysql-server-core, for chroot) into .cache/mysql-root;
-# for the tests (CDC_INGEST_SETUP_TESTS=1, set by scripts/test.sh) also a PyFlink virtualenv
+# for the tests (CDC_INGEST_SETUP_TESTS=1, set by scripts/test.sh) also Percona Toolkit
+# (Debian's percona-toolkit: pt-online-schema-change), a PyFlink virtualenv
 # with Flink's Kafka connector and avro-confluent format jars, the Schema Registry's app
 # (Apicurio Registry), the MariaDB 11.8 root (Debian sid + mariadb-server) into
 # .cache/mariadb-root, and the Docker engine, Compose v2 and the images of the Docker Compose
@@ -24,6 +25,10 @@ command -v java >/dev/null || missing+=(default-jdk-headless)
 command -v mvn >/dev/null || missing+=(maven)
 command -v gcc >/dev/null || missing+=(gcc libc6-dev)  # the compiled row decoder
 [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)  # the MySQL 9.7 root
+if [ "${CDC_INGEST_SETUP_TESTS:-0}" = 1 ]; then
+  # pt-online-schema-change (tests/integration/test_online_schema_change.py)
+  command -v pt-online-schema-change >/dev/null || missing+=(percona-toolkit)
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing Debian packages: ${missing[*]}" >&2
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
