@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ from cdc_ingest.mysql import (
     stream_rows,
     try_query,
 )
+from cdc_ingest.mysql.raw_rows import RawRows, raw_rows
 from cdc_ingest.verify.convert import UnsupportedType, converter, select_expression
 from cdc_ingest.verify.values import dumps
 
@@ -158,3 +159,7 @@ class MySqlSide:
     def rows(self, shape: TableShape) -> Iterator[tuple[Any, ...]]:
         """Every row of the table, streamed."""
         yield from stream_rows(self._conn, shape.select(), None, _FETCH, shape.name)
+
+    def raw(self, shape: TableShape) -> AbstractContextManager[RawRows]:
+        """Every row of the table as its text-protocol fields, streamed."""
+        return raw_rows(self._conn, shape.select(), shape.name)

@@ -18,11 +18,13 @@ from cdc_ingest.mysql import connection_settings
 from cdc_ingest.registry.avro_reader import AvroReader
 from cdc_ingest.transform.functions import EvaluationError
 from cdc_ingest.verify.clock import PipelineClock
-from cdc_ingest.verify.diff import TopicCheck, TopicResult
+from cdc_ingest.verify.diff import Suspect, TopicCheck, TopicResult
 from cdc_ingest.verify.expect import Expectation, Item, rule_for
+from cdc_ingest.verify.fast import check_fast, fast_expectation
 from cdc_ingest.verify.mysql import MySqlSide, TableShape
 from cdc_ingest.verify.report import summary_line, topic_lines
 from cdc_ingest.verify.settle import Settling, settle
+from cdc_ingest.verify.store import Values
 from cdc_ingest.verify.topics import (
     columns_ever,
     known_tables,
@@ -67,7 +69,6 @@ def _check_topic(
     pinned = pinned_columns(defn, kafka)
     ever = columns_ever(kafka, defn.pipeline.schema_topic)
     avro = avro_reader(defn, kafka, [shapes[name] for name in tables])
-    latest = latest_values(kafka, topic, events=events is not None, avro=avro)
     rules = {name: rule_for(defn, name) for name in tables}
     soft = bool(tables) and all(r is not None and r.spec.soft_delete for r in rules.values())
     added: dict[str, dict[str, Any]] = {}
@@ -80,9 +81,41 @@ def _check_topic(
             made.columns_added(name, defaults)
         return made
 
+    boolean = defn.source.treat_tinyint1_as_boolean_enabled
+    first = shapes[tables[0]] if tables else None
+    fast = None if first is None else fast_expectation(
+        kafka, topic, [shapes[name] for name in tables], events is None and avro is None,
+        rules[first.name], pinned.get((first.db, first.table)),
+        ever.get((first.db, first.table), frozenset()), boolean)
+    if fast is not None:
+        expectations[fast.shape.name] = fast
+        added[fast.shape.name] = mysql.added_values(fast.shape, boolean)
+        result, suspects, ends = check_fast(mysql, kafka, topic, fast, new_check, boolean,
+                                            defn.sink.except_key, pace)
+    else:
+        result, suspects, ends = _check_rows(
+            mysql, shapes, topic, tables, new_check, latest_values(
+                kafka, topic, events=events is not None, avro=avro),
+            lambda shape: Expectation(shape, topic, events, boolean, rules[shape.name],
+                                      pinned.get((shape.db, shape.table)),
+                                      ever.get((shape.db, shape.table), frozenset())),
+            expectations, added, boolean, pace)
+    if clock is None or result.ok or result.problems:
+        return result
+    return settle(result, suspects, Settling(
+        clock, mysql, kafka, topic, expectations, new_check, events is not None, avro, ends,
+        defn.source.heartbeat_interval.total_seconds() + SETTLE_MARGIN_S))
+
+
+def _check_rows(
+    mysql: MySqlSide, shapes: dict[str, TableShape], topic: str, tables: list[str],
+    new_check: Callable[[Any], TopicCheck], latest: Values | None,
+    expectation: Callable[[TableShape], Expectation], expectations: dict[str, Expectation],
+    added: dict[str, dict[str, Any]], boolean: bool, pace: Pace | None,
+) -> tuple[TopicResult, dict[bytes, Suspect] | None, dict[int, int]]:
+    """The ordinary path: every row of the topic's tables against the store, row by row."""
     check = new_check(latest)
     try:
-        boolean = defn.source.treat_tinyint1_as_boolean_enabled
         # One read view for all shards of a topic, so their union is one moment of MySQL.
         with mysql.snapshot():
             for name in tables:
@@ -91,10 +124,7 @@ def _check_topic(
                     check.problem(f"{name} has no primary key and no source.tables.key-columns")
                     continue
                 try:
-                    expect = expectations[name] = Expectation(
-                        shape, topic, events, boolean, rules[name],
-                        pinned.get((shape.db, shape.table)),
-                        ever.get((shape.db, shape.table), frozenset()))
+                    expect = expectations[name] = expectation(shape)
                 except SourceError as exc:
                     check.problem(str(exc))
                     continue
@@ -121,12 +151,7 @@ def _check_topic(
         result = check.finish()
     finally:
         check.close()  # the store's files, also when the check failed
-    if clock is None or result.ok or result.problems:
-        return result
-    return settle(result, check.suspects, Settling(
-        clock, mysql, kafka, topic, expectations, new_check, events is not None, avro,
-        latest.ends if latest is not None else {},
-        defn.source.heartbeat_interval.total_seconds() + SETTLE_MARGIN_S))
+    return result, check.suspects, latest.ends if latest is not None else {}
 
 
 def _gone_topics(defn: PipelineDef, tables: list[tuple[str, str]],

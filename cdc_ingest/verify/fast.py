@@ -1,0 +1,152 @@
+"""verify's fast path: a topic one table writes as plain JSON upserts, compared as bytes.
+
+Three steps, the first two at once on two processes:
+
+1. a process of its own folds the topic into a store on disk (verify/loader.py);
+2. meanwhile the table is read in one read view, each row written as its expected key and
+   value bytes (verify/rowbytes.py: exactly ``dumps`` of what the ordinary comparison expects)
+   into a second SQLite file;
+3. SQLite joins the two: a key whose topic value is the same bytes is equal (equal bytes
+   parse to the expected row, which ``same`` accepts under every rule), and leaves the store.
+   Every other key of the table (a value spelled otherwise, a missing key, a duplicate key) is
+   read again by key in the same read view and goes through the ordinary comparison
+   (verify/diff.py) with its topic value, with all its rules (added and dropped columns,
+   numbers, floats, ...); what the store still holds then is the extra keys.
+
+So a row is never called equal by the fast path that the ordinary comparison would call
+different, and a row it cannot show equal is judged as before. Only where the keys read back
+by value exactly (integer and text key columns, not NULL); other tables take the ordinary path.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+from cdc_ingest.errors import SourceError
+from cdc_ingest.kafka import TopicAdmin
+from cdc_ingest.verify.convert import INTEGERS
+from cdc_ingest.verify.diff import Item, Suspect, TopicCheck, TopicResult
+from cdc_ingest.verify.expect import Expectation
+from cdc_ingest.verify.loader import Loading
+from cdc_ingest.verify.mysql import MySqlSide, TableShape
+from cdc_ingest.verify.rowbytes import RowBytes
+from cdc_ingest.verify.store import DiskValues, open_db
+from cdc_ingest.verify.values import parse
+
+log = logging.getLogger(__name__)
+ROWS_PER_BATCH = 5_000
+_TEXT_KEYS = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})
+
+
+def fast_keys(shape: TableShape, tinyint1_as_boolean: bool) -> bool:
+    """The table's key columns read back by their JSON values: integers (not as booleans)
+    or text, never NULL."""
+    columns = {c.name: c for c in shape.columns}
+    for name in shape.key:
+        column = columns.get(name)
+        if column is None or column.nullable:
+            return False
+        if column.data_type in INTEGERS and not (tinyint1_as_boolean and column.is_tinyint1):
+            continue
+        if column.data_type not in _TEXT_KEYS:
+            return False
+    return bool(shape.key)
+
+
+def fast_expectation(kafka: dict[str, Any], topic: str, shapes: list[TableShape],
+                     plain: bool, rule: Any, pinned: list[str] | None,
+                     columns_ever: frozenset[str], tinyint1_as_boolean: bool
+                     ) -> Expectation | None:
+    """The expectation of a topic's one table when the fast path can check it: ``plain``
+    JSON upserts (no change events, no avro), no transform, no pinned columns, keys
+    :func:`fast_keys`, a topic that exists. None: the ordinary path."""
+    if len(shapes) != 1 or not plain or rule is not None or pinned is not None:
+        return None
+    shape = shapes[0]
+    if not fast_keys(shape, tinyint1_as_boolean) or TopicAdmin(kafka).partitions(topic) is None:
+        return None
+    try:
+        return Expectation(shape, topic, None, tinyint1_as_boolean, None, None, columns_ever)
+    except SourceError:
+        return None  # the ordinary path says why
+
+
+class _Expected:
+    """The rows' expected (key, value) bytes in an SQLite file (``expected``); a key two rows
+    share gets value NULL (compared row by row)."""
+
+    def __init__(self, folder: str) -> None:
+        self.path = os.path.join(folder, "expected.db")
+        self._db = open_db(self.path)
+        self._db.execute("CREATE TABLE expected (k BLOB PRIMARY KEY, v BLOB) WITHOUT ROWID")
+
+    def add(self, rows: list[tuple[bytes, bytes]]) -> None:
+        db = self._db
+        db.execute("BEGIN")
+        db.executemany("INSERT INTO expected VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET "
+                       "v = NULL", rows)
+        db.execute("COMMIT")
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def _again(mysql: MySqlSide, expect: Expectation, keys: list[bytes]) -> tuple[list[Item], int]:
+    """The rows of ``keys`` read again (same read view) as items; how many keys were found."""
+    shape = expect.shape
+    wanted = set(keys)
+    values = [tuple(parse(key)[name] for name in shape.key) for key in keys]
+    items: list[Item] = []
+    for row in mysql.rows_by_key(shape, values):
+        item = expect(row)
+        if item is not None and item[5].pk in wanted:
+            items.append(item)
+    return items, len({item[5].pk for item in items})
+
+
+def check_fast(
+    mysql: MySqlSide, kafka: dict[str, Any], topic: str, expect: Expectation,
+    new_check: Callable[[DiskValues], TopicCheck], tinyint1_as_boolean: bool,
+    except_key: bool, pace: Callable[[int], None] | None = None,
+) -> tuple[TopicResult, dict[bytes, Suspect] | None, dict[int, int]]:
+    """Check ``topic`` against its one table; the result, the keys that differ (as
+    :attr:`TopicCheck.suspects`) and the partition ends the topic was read to."""
+    shape = expect.shape
+    folder = tempfile.mkdtemp(prefix="cdc-ingest-verify-")
+    loading = Loading(kafka, topic, folder)
+    try:
+        with mysql.snapshot():
+            expected = _Expected(folder)
+            try:
+                with mysql.raw(shape) as raw:
+                    build = RowBytes(shape, raw, tinyint1_as_boolean, except_key)
+                    for packets in raw.packets(ROWS_PER_BATCH):
+                        expected.add([build(p) for p in packets])
+                        if pace is not None:
+                            pace(len(packets))
+            finally:
+                expected.close()
+            latest = loading.store()
+            check = new_check(latest)
+            try:
+                equal = latest.match(expected.path)
+                check.result.rows[shape.name] += equal
+                log.debug("%s: %d rows equal as bytes", shape.name, equal)
+                for keys in latest.unmatched():
+                    items, found = _again(mysql, expect, keys)
+                    check.rows(shape.name, shape.key, items)
+                    if found != len(keys):
+                        check.problem(f"{shape.name}: {len(keys) - found} row(s) read in the "
+                                      "table's scan were not found again by key")
+                result = check.finish()
+            finally:
+                check.close()
+        return result, check.suspects, latest.ends
+    finally:
+        loading.stop()
+        shutil.rmtree(folder, ignore_errors=True)

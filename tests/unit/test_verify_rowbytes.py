@@ -1,0 +1,103 @@
+"""verify's fast path writes each row's expected key and value as exactly the bytes ``dumps``
+gives for what the ordinary conversion expects (verify/rowbytes.py), for fields its fast
+forms take and for the ones they leave to the conversion; without a server (row packets
+made here, PyMySQL's own decoders per field)."""
+
+from __future__ import annotations
+
+import random
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from pymysql import converters
+
+from cdc_ingest.mysql.columns import Column
+from cdc_ingest.mysql.raw_rows import RawRows, split_fields
+from cdc_ingest.verify.mysql import RowConverter, TableShape
+from cdc_ingest.verify.rowbytes import RowBytes
+from cdc_ingest.verify.values import dumps
+
+DT, D = converters.convert_datetime, converters.convert_date
+# (column, PyMySQL's (encoding, converter) for its field, field texts to try)
+COLUMNS: list[tuple[Column, tuple[str | None, Any], list[bytes]]] = [
+    (Column("id", "bigint", "bigint(20)", nullable=False), ("ascii", int),
+     [b"1", b"0", b"-5", b"9223372036854775807", b"-9223372036854775808",
+      b"18446744073709551615", b"123456789012345678901234567890"]),
+    (Column("n", "int", "int(10) unsigned zerofill"), ("ascii", int),
+     [b"0000000007", b"0", b"-0", b"00", b"12"]),
+    (Column("flag", "tinyint", "tinyint(1)"), ("ascii", int),
+     [b"0", b"1", b"5", b"-3", b"00", b"-0"]),
+    (Column("small", "tinyint", "tinyint(4)"), ("ascii", int), [b"0", b"-128", b"127"]),
+    (Column("y", "year", "year(4)"), ("ascii", int), [b"2024", b"0000", b"1901"]),
+    (Column("amount", "decimal", "decimal(12,2)", scale=2), ("ascii", Decimal),
+     [b"0.50", b"-0.00", b"31.37", b"-1234567890.12", b"1.5", b"00.50", b".50", b"1.500"]),
+    (Column("whole", "decimal", "decimal(65,0)"), ("ascii", Decimal),
+     [b"0", b"-0", b"12", b"99999999999999999999999999999999999999999999999999999999999999999"]),
+    (Column("created", "datetime", "datetime(6)", fsp=6), ("ascii", DT),
+     [b"2024-01-01 00:00:01.000003", b"2024-01-31 23:59:59.999999", b"2024-02-29 12:00:00.5",
+      b"2023-02-29 00:00:00.000000", b"0000-00-00 00:00:00.000000", b"2024-00-10 00:00:00.0",
+      b"0001-01-01 00:00:00.000000", b"9999-12-28 23:59:59.000001"]),
+    (Column("plain", "datetime", "datetime"), ("ascii", DT),
+     [b"2024-01-01 00:00:01", b"2024-01-01 00:00:01.5", b"2024-04-30 10:11:12"]),
+    (Column("updated", "timestamp", "timestamp(3)", fsp=3), ("ascii", DT),
+     [b"2024-01-01 00:00:01.501", b"1970-01-01 00:00:01.000", b"0000-00-00 00:00:00.000"]),
+    (Column("day", "date", "date"), ("ascii", D),
+     [b"2024-02-28", b"2024-02-29", b"2023-02-29", b"0000-00-00", b"2024-13-01"]),
+    (Column("note", "varchar", "varchar(255)"), ("utf8", None),
+     [s.encode() for s in ['plain', 'qu"ote\\back', 'tab\tnew\nline\x00\x1f\x7f',
+                           'caf\u00e9 \U0001f600', '', '/slash </script>']]),
+    (Column("payload", "json", "json"), ("utf8", None), [b'{"a": [1, 2.50]}']),
+    (Column("ratio", "double", "double"), ("ascii", float), [b"0.1", b"1e300", b"-0"]),
+    (Column("f", "float", "float"), ("ascii", float), [b"1.100000023841858", b"3"]),
+    (Column("t", "time", "time(2)", fsp=2), ("ascii", converters.convert_timedelta),
+     [b"-838:59:59.00", b"12:00:00.50"]),
+]
+
+
+def _lenenc(field: bytes | None) -> bytes:
+    if field is None:
+        return b"\xfb"
+    n = len(field)
+    if n < 251:
+        return bytes([n]) + field
+    if n < 1 << 16:
+        return b"\xfc" + n.to_bytes(2, "little") + field
+    if n < 1 << 24:
+        return b"\xfd" + n.to_bytes(3, "little") + field
+    return b"\xfe" + n.to_bytes(8, "little") + field
+
+
+def _raw(decoders: list[tuple[str | None, Any]]) -> RawRows:
+    raw = object.__new__(RawRows)
+    raw.decoders = decoders
+    return raw
+
+
+@pytest.mark.parametrize("boolean", [True, False])
+@pytest.mark.parametrize("except_key", [False, True])
+def test_row_bytes_are_dumps_of_the_ordinary_conversion(boolean: bool, except_key: bool) -> None:
+    shape = TableShape("db", "t", tuple(c for c, _, _ in COLUMNS), ("id", "note"))
+    raw = _raw([d for _, d, _ in COLUMNS])
+    build = RowBytes(shape, raw, boolean, except_key)
+    convert = RowConverter(shape, boolean)
+    rng = random.Random(45)
+    choices = [[*texts, None] for _, _, texts in COLUMNS]
+    rows = [[texts[i % len(texts)] for texts in choices] for i in range(12)]
+    rows += [[rng.choice(texts) for texts in choices] for _ in range(400)]
+    for fields in rows:
+        fields[0] = fields[0] or b"1"
+        fields[11] = fields[11] if fields[11] is not None else b"k"
+        packet = b"".join(_lenenc(f) for f in fields)
+        assert split_fields(packet, len(fields)) == fields
+        values = tuple(raw.value(i, f) for i, f in enumerate(fields))
+        key, row = convert(values)
+        if except_key:
+            row = {k: v for k, v in row.items() if k not in shape.key}
+        assert build(packet) == (key, dumps(row)), fields
+
+
+def test_long_fields_are_split_by_their_length_prefix() -> None:
+    fields = [b"x" * 250, b"y" * 251, b"z" * 70_000, None, b"", b"w" * (1 << 24)]
+    packet = b"".join(_lenenc(f) for f in fields)
+    assert split_fields(packet, len(fields)) == fields
