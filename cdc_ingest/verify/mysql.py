@@ -114,6 +114,12 @@ class MySqlSide:
             (db, table)))
         return TableShape(db, table, columns, key)
 
+    def estimated_rows(self, shape: TableShape) -> int:
+        """The server's estimate of the table's rows (``TABLE_ROWS``; 0 when unknown)."""
+        rows = self._run("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE "
+                         "TABLE_SCHEMA=%s AND TABLE_NAME=%s", (shape.db, shape.table))
+        return int(rows[0][0] or 0) if rows else 0
+
     @contextmanager
     def snapshot(self) -> Iterator[None]:
         """A consistent read view over every table read inside it."""

@@ -22,6 +22,7 @@ from cdc_ingest.verify.diff import Suspect, TopicCheck, TopicResult
 from cdc_ingest.verify.expect import Expectation, Item, rule_for
 from cdc_ingest.verify.fast import check_fast, fast_expectation
 from cdc_ingest.verify.mysql import MySqlSide, TableShape
+from cdc_ingest.verify.progress import Progress
 from cdc_ingest.verify.report import summary_line, topic_lines
 from cdc_ingest.verify.settle import Settling, settle
 from cdc_ingest.verify.store import Values
@@ -221,9 +222,12 @@ def verify_pipeline(
         }
         results = []
         checked = topics_of(defn, tables)
+        progress = Progress(pace)
         for topic, members in checked.items():
             began = time.monotonic()
-            result = _check_topic(defn, mysql, shapes, topic, members, max_diffs, clock, pace)
+            progress.topic(topic, sum(mysql.estimated_rows(shapes[m]) for m in members))
+            result = _check_topic(defn, mysql, shapes, topic, members, max_diffs, clock,
+                                  progress)
             for line in topic_lines(result):
                 echo(line)
             results.append(result)

@@ -10,6 +10,7 @@ import pytest
 from cdc_ingest.commands.table_status import TableStatus, render_tables
 from cdc_ingest.verify.continuous import Pacer, Stopped, TopicState
 from cdc_ingest.verify.diff import Sample, TopicResult
+from cdc_ingest.verify.progress import Progress
 
 
 def test_the_tables_and_the_last_pass_per_topic_are_aligned_columns() -> None:
@@ -52,3 +53,18 @@ def test_the_pacer_holds_the_rate_and_stops_when_asked() -> None:
     stop.set()
     with pytest.raises(Stopped):
         pacer(1)
+
+
+def test_verifys_progress_line_says_rows_rate_and_time_left(
+        caplog: pytest.LogCaptureFixture) -> None:
+    passed: list[int] = []
+    progress = Progress(passed.append, every_s=0.0)
+    progress.topic("shop.orders", 1_000_000)
+    with caplog.at_level("INFO", logger="cdc_ingest.verify"):
+        progress(5_000)
+    assert passed == [5_000]  # the rate limit still hears of every batch
+    line = caplog.records[-1].getMessage()
+    assert line.startswith("verify: shop.orders: 5,000 of about 1,000,000 rows compared (")
+    assert "rows/s, about " in line and line.endswith(" left)")
+    progress.topic("shop.items", 0)  # no estimate: no time left said
+    assert progress.line(time.monotonic() + 1).endswith("rows compared (0 rows/s)")
