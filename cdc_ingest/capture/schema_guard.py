@@ -142,6 +142,11 @@ class SchemaGuard:
         key = KeySchema.from_json((self._known.get((db, table)) or {}).get("key"))
         return list(key.columns) if key is not None else None
 
+    def key_record(self, db: str, table: str) -> Any:
+        """The key schema the table's messages carry now, as the schema topic holds it
+        (None: none written yet)."""
+        return (self._known.get((db, table)) or {}).get("key")
+
     def keyed_tables(self, db: str) -> list[tuple[str, str]]:
         """The tables of database ``db`` whose messages the topics may hold live (a key
         recorded: written since their last emptying)."""

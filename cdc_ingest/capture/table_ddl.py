@@ -9,23 +9,28 @@ tables (:attr:`TableDdl.arrived`, the names a captured table has after the state
 snapshotted as newly added tables from the position past it:
 :meth:`TableDdl.snapshot_arrivals` commits that position together with the snapshot to take
 and ends the binlog phase (:class:`Arrived`), and the run starts over. A swap (``RENAME
-TABLE t TO t_old, t_new TO t``, as pt-online-schema-change and gh-ost do) is the same two
-moves: ``t``'s old keys tombstoned, the table now named ``t`` written.
+TABLE t TO t_old, t_new TO t``, as pt-online-schema-change and gh-ost do: a name one table
+leaves and another arrives at) whose name has keys in the topics gets a ``swap`` record
+instead of ``rename``: the sink keeps the keys (the new table's snapshot overwrites them), and
+``swap-end`` after that snapshot's last row tombstones those it did not write
+(capture/snapshot/phase.py, sink/task/swaps.py); a new table keyed otherwise gets a reset
+before its first chunk instead.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from typing import Any
 
 from cdc_ingest.capture.binlog_schema import TableSchema
 from cdc_ingest.capture.context import CaptureContext
-from cdc_ingest.capture.ddl import action_of, arrivals, dropped_database, tables_of
+from cdc_ingest.capture.ddl import action_of, arrivals, dropped_database, renames, tables_of
 from cdc_ingest.capture.events import Ddl
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.errors import SourceError
-from cdc_ingest.model.changelog import EMPTIES_TABLE, ddl_value
+from cdc_ingest.model.changelog import EMPTIES_TABLE, SWAP, ddl_value
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +51,8 @@ class TableDdl:
         self._tx = ctx.tx
         self._partitions = ctx.partitions
         self.arrived: list[tuple[str, str]] = []  # renamed to captured names, to snapshot
+        # names a table left and another arrived at (a swap): [db, table, pos, ts_ms, key]
+        self.swapped: dict[tuple[str, str], list[Any]] = {}
         self._gone: dict[int, tuple[TableSchema, bool]] = {}
 
     def gone(self, schema: TableSchema) -> bool:
@@ -71,9 +78,12 @@ class TableDdl:
     def follow(self, ev: Ddl, chunk_filter: ChunkFilter | None) -> None:
         """A DDL event: a record per captured table it touches (each once)."""
         action = action_of(ev.sql)
+        swaps: set[tuple[str, str]] = set()
         if action == "rename":
-            self.arrived += [t for t in arrivals(ev.sql, ev.db)
-                             if self._captured(*t) and t not in self.arrived]
+            arriving = arrivals(ev.sql, ev.db)
+            self.arrived += [t for t in arriving if self._captured(*t) and t not in self.arrived]
+            leaving = {old for old, _ in renames(ev.sql, ev.db)}
+            swaps = {t for t in arriving if t in leaving}
         # DROP DATABASE names no table: it drops every table of it the topics hold
         dropped = dropped_database(ev.sql)
         names = self._guard.keyed_tables(dropped) if dropped else tables_of(ev.sql, ev.db)
@@ -94,9 +104,14 @@ class TableDdl:
                 )
             where = f"{ev.file}:{ev.pos}"
             key = self._guard.key_columns(db, table) if action in EMPTIES_TABLE else None
+            marked = action
+            if (db, table) in swaps and self._guard.key_record(db, table) is not None:
+                marked = SWAP  # keys it has live: the sink keeps those the new table has
+                self.swapped[(db, table)] = [db, table, where, ev.ts * 1000,
+                                             self._guard.key_record(db, table)]
             self._guard.ddl(db, table, ev.sql, action, where, ev.ts * 1000,
                             (db, table) in self.arrived)
-            value = ddl_value(db, table, ev.sql, ev.ts * 1000, where, action, key)
+            value = ddl_value(db, table, ev.sql, ev.ts * 1000, where, marked, key)
             # Every partition gets it, in order with the rows around it.
             self._tx.marker(value, range(self._partitions), ev.ts * 1000)
             self._tx.counted(f"{db}.{table}", "ddls")
@@ -112,6 +127,8 @@ class TableDdl:
         state = SnapshotState.again(chunk_filter.state if chunk_filter is not None else None,
                                     [list(t) for t in tables],
                                     self._catalog.server_identity(), resets=False)
+        state.prunes = [self.swapped[t] for t in tables if t in self.swapped]
+        self.swapped = {}
         tx.position = replace(tx.position, snapshot=state.as_json())
         tx.commit(force=True)
         log.info("renamed to captured name(s) %s at %s: snapshotting them (their rows are in "

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from cdc_ingest.kafka.errors import KafkaClientError
 from cdc_ingest.kafka.logs import with_logger
@@ -161,3 +161,19 @@ def _raise(err: Any, topic: str, partition: int, next_offset: int) -> None:
     if not err.retriable():
         raise KafkaClientError(f"reading {topic}[{partition}] from offset {next_offset} "
                                f"failed: {err.str()}")
+
+
+def offset_for_time(config: dict[str, Any], topic: str, partition: int, ts_ms: int,
+                    default: int, timeout_s: float = 30.0) -> int:
+    """The first offset of ``topic[partition]`` whose timestamp is ``ts_ms`` or later;
+    ``default`` when none is."""
+    consumer = Consumer(reader_config(config))
+    try:
+        found = consumer.offsets_for_times([TopicPartition(topic, partition, ts_ms)],
+                                           timeout=timeout_s)
+    except KafkaException as exc:
+        raise KafkaClientError(f"finding offset by time in {topic}[{partition}]: {exc}") from exc
+    finally:
+        consumer.close()
+    offset = found[0].offset if found else -1
+    return offset if offset >= 0 else default

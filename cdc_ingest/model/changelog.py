@@ -161,6 +161,14 @@ RESNAPSHOT = "resnapshot"
 # name is snapshotted after the record (capture/binlog_phase.py).
 EMPTIES_TABLE = frozenset({"truncate", "drop", "replace", "rename", RESNAPSHOT})
 
+# A swap (``RENAME TABLE t TO t_old, t_new TO t``: a name that a table leaves and another
+# arrives at in one statement, capture/table_ddl.py): ``swap`` at the statement empties
+# nothing where the sink can tell which keys the arriving table's snapshot writes (plain JSON
+# upserts; elsewhere it empties the name as ``rename`` does); ``swap-end``, after that
+# snapshot's last row, tombstones the keys it did not write (sink/task/swaps.py).
+SWAP = "swap"
+SWAP_END = "swap-end"
+
 # Re-keying a table in place (capture/rekey.py, docs/output-contract.md): ``rekey`` goes to
 # every partition where the table's key changed; ``rekey-cut`` and ``rekey-end`` enclose, in
 # one partition, the table's rows under its new key, which the sink writes in one transaction

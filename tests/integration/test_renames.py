@@ -115,6 +115,9 @@ def test_renames_tombstone_the_old_name_and_snapshot_the_new_one(
     assert {k for k, v in t.items() if v is not None} == (
         {key(i) for i in range(1, 121) if i != 5} | {key(500)})
     assert t[key(5)] is None, "the row the new table lacks is still live"
+    # the swap rewrote nothing needlessly: the one key tombstoned is the one the new table
+    # lacks; every other key of `t` was overwritten in place by its snapshot row
+    assert {m.key for m in sink_topic(kafka, f"{db}.t") if m.value is None} == {key(5)}
     assert b'"name":"changed"' in (t[key(2)] or b"") and b'"c":7' in (t[key(2)] or b"")
     text = logs["capture"].read_text()
     assert "Traceback" not in text, text[-3000:]
@@ -128,7 +131,11 @@ def test_a_kill_in_the_middle_of_a_renamed_tables_snapshot_under_writes(
         cur.execute("CREATE TABLE staged (id INT PRIMARY KEY, name VARCHAR(40), v INT)")
         cur.executemany("INSERT INTO staged VALUES (%s, %s, %s)",
                         [(i, f"n{i}", i) for i in range(1, 3001)])
-    # only `live` is captured: `staged` arrives by its rename, 120 chunks to read
+        # the table `staged` is swapped in for: some keys of both, some only its own
+        cur.execute("CREATE TABLE live (id INT PRIMARY KEY, name VARCHAR(40), v INT)")
+        cur.executemany("INSERT INTO live VALUES (%s, %s, %s)",
+                        [(i, f"old{i}", 0) for i in (*range(1, 101), *range(5000, 5011))])
+    # only `live` is captured: `staged` arrives by the swap, 120 chunks to read
     config = write_pipeline(tmp_path / "p.yaml", mariadb, kafka, f"rk-{db}", f"{db}.live",
                             source={"scan.startup.mode": "initial",
                                     "scan.incremental.snapshot.chunk.size": 25},
@@ -139,10 +146,9 @@ def test_a_kill_in_the_middle_of_a_renamed_tables_snapshot_under_writes(
     writer = _Writer(mariadb, db, "live", 3001)
     thread = threading.Thread(target=writer.run, daemon=True)
     try:
-        wait_for(lambda: "capture" in logs["capture"].read_text()
-                 and " starts at " in logs["capture"].read_text(), 120, "capture started")
+        wait_for(lambda: len(_live(kafka, topic)) == 111, 120, "the old `live` written")
         with admin_conn(mariadb, db) as conn, conn.cursor() as cur:
-            cur.execute("RENAME TABLE staged TO live")
+            cur.execute("RENAME TABLE live TO live_old, staged TO live")
         thread.start()  # changes to `live` while its snapshot is read
         text = kill_capture_mid_snapshot(procs, config, logs["capture"],
                                          "renamed to captured name(s)")
@@ -164,6 +170,14 @@ def test_a_kill_in_the_middle_of_a_renamed_tables_snapshot_under_writes(
                 if any(a is not None and a == b for a, b in pairwise(vs))}
     assert not repeated, list(repeated.items())[:3]
     assert len(_live(kafka, topic)) > 2500
+    # the swap across the kill: the old table's own keys tombstoned once its successor was
+    # written, and no key the successor has was tombstoned on the way (only deleted ones)
+    live = _live(kafka, topic)
+    assert not live & {b'{"id":%d}' % i for i in range(5000, 5011)}
+    with admin_conn(mariadb, db) as conn, conn.cursor() as cur:
+        cur.execute("SELECT id FROM live WHERE id <= 100")
+        present = {b'{"id":%d}' % row[0] for row in cur.fetchall()}
+    assert not present & {k for k, vs in values.items() if None in vs}
 
 
 def test_drop_database_tombstones_every_table_of_it(

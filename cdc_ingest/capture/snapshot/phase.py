@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from cdc_ingest import metrics
 from cdc_ingest.capture.context import CaptureContext, Done, Stopped
+from cdc_ingest.capture.key_schema import KeySchema
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.snapshot.progress import SnapshotProgress
 from cdc_ingest.capture.snapshot.reader import Snapshotter
@@ -21,6 +22,7 @@ from cdc_ingest.capture.snapshot.state import Chunk, ChunkRows, Key, SnapshotSta
 from cdc_ingest.model.changelog import (
     REKEY_CUT,
     RESNAPSHOT,
+    SWAP_END,
     Op,
     ddl_value,
     snapshot_parts,
@@ -160,6 +162,7 @@ class SnapshotPhase:
                     "statement that removed it follow from the binlog", db, table)
         if [db, table] in state.resets:
             state.resets.remove([db, table])
+        state.prunes = [p for p in state.prunes if p[:2] != [db, table]]
         state.table, state.after = state.table + 1, None
         state.done = state.table >= len(state.tables)
         self._tx.position = replace(self._tx.position, snapshot=state.as_json())
@@ -189,6 +192,15 @@ class SnapshotPhase:
                                     "key", ts_ms, rekey["where"], REKEY_CUT),
                           [partition], ts_ms)
                 rekey["cut"] = True
+        prune = next((p for p in state.prunes if p[:2] == [db, table]), None)
+        if (prune is not None and chunk.after is None and chunk.keys is None
+                and KeySchema.from_json(prune[4]) != info.key_schema):
+            # a swap brought a table keyed otherwise: its keys are spelled otherwise, so the
+            # name's keys go first, as at any rename
+            state.prunes.remove(prune)
+            if [db, table] not in state.resets:
+                state.resets.append([db, table])
+            prune = None
         if [db, table] in state.resets:  # snapshotted again on request (capture/signals.py)
             key_columns = self._guard.key_columns(db, table) or list(info.key_schema.columns)
             reset = ddl_value(db, table, f"snapshot of {db}.{table} requested: its rows are "
@@ -216,6 +228,12 @@ class SnapshotPhase:
             log.info("repair of %s.%s: %d key(s) written again, %d deleted (MySQL has no "
                      "row for them)", db, table, len(read.rows), len(gone))
             tx.rows_sent(len(gone), f"{db}.{table}", "deletes")
+        if prune is not None and chunk.upto is None and chunk.keys is None:
+            # the swapped-in table is written whole: the name's other keys go now
+            end = ddl_value(db, table, f"swap of {db}.{table} at binlog {prune[2]}: its "
+                            "snapshot is written", prune[3], prune[2], SWAP_END)
+            tx.marker(end, range(self._partitions), prune[3])
+            state.prunes.remove(prune)
         state.chunk_done(chunk, read.high)
         tx.rows_sent(len(read.rows), f"{db}.{table}", "snapshot_rows")
         tx.position = replace(tx.position, snapshot=state.as_json())

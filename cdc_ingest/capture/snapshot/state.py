@@ -34,11 +34,17 @@ class SnapshotState:
     # the tables: [db, table, [key JSON text, ...]]; a key chunk leaves the list when its
     # rows are committed. Its chunk is kept as [db, table, None, None, file, pos, keys].
     repairs: list[list[Any]] = field(default_factory=list)
+    # Names a swap gave another table (capture/table_ddl.py): [db, table, pos, ts_ms, the
+    # key record before]; a ``swap-end`` record follows the table's last chunk, so the sink
+    # tombstones the keys the snapshot did not write. A table whose key differs from the one
+    # before gets a reset before its first chunk instead (its keys are spelled otherwise).
+    prunes: list[list[Any]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {"tables": self.tables, "table": self.table, "after": self.after,
                 "chunks": self.chunks, "done": self.done, "server": self.server,
-                "rekey": self.rekey, "resets": self.resets, "repairs": self.repairs}
+                "rekey": self.rekey, "resets": self.resets, "repairs": self.repairs,
+                "prunes": self.prunes}
 
     def chunk_done(self, chunk: Chunk, high: BinlogPos) -> None:
         """``chunk`` is read as of ``high`` and goes into the changelog with this progress."""
@@ -70,7 +76,8 @@ class SnapshotState:
     def from_json(cls, body: dict[str, Any]) -> SnapshotState:
         return cls(body["tables"], body["table"], body.get("after"), body.get("chunks") or [],
                    bool(body.get("done")), body.get("server"), body.get("rekey"),
-                   body.get("resets") or [], body.get("repairs") or [])
+                   body.get("resets") or [], body.get("repairs") or [],
+                   body.get("prunes") or [])
 
 
 @dataclass

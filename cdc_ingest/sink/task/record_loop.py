@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from cdc_ingest.errors import SinkError
 from cdc_ingest.formats.upsert_json import Serde, SinkMessage
-from cdc_ingest.model.changelog import EMPTIES_TABLE, REKEY_CUT, DdlRecord
+from cdc_ingest.model.changelog import EMPTIES_TABLE, REKEY_CUT, SWAP, SWAP_END, DdlRecord
 from cdc_ingest.model.transaction_metadata import TX_VALUE_START
 from cdc_ingest.sink.settings import SinkSettings
 from cdc_ingest.sink.task.columns import Columns
@@ -145,7 +145,7 @@ def chunks(
                 ddl, serde.ddl = serde.ddl, None
                 log.info("changelog partition %d offset %d: DDL on %s.%s at binlog %s: %s",
                          partition, offset, ddl.db, ddl.table, ddl.pos, ddl.ddl[:300])
-                if ddl.action in EMPTIES_TABLE or ddl.action == REKEY_CUT:
+                if ddl.action in EMPTIES_TABLE or ddl.action in (REKEY_CUT, SWAP, SWAP_END):
                     counters.max_event_ts_ms = max_ts
                     if pending:
                         yield messages, last

@@ -34,7 +34,7 @@ from cdc_ingest.formats.upsert_json import (
 )
 from cdc_ingest.kafka import PlainProducer
 from cdc_ingest.kafka.offsets import GroupOffsets
-from cdc_ingest.model.changelog import REKEY_CUT, DdlRecord
+from cdc_ingest.model.changelog import REKEY_CUT, SWAP, SWAP_END, DdlRecord
 from cdc_ingest.registry.avro_subjects import Registries
 from cdc_ingest.sink.settings import SinkSettings, UpsertFormat
 from cdc_ingest.sink.task.columns import Columns, Records, row_columns
@@ -43,6 +43,7 @@ from cdc_ingest.sink.task.metadata_parts import TxTally
 from cdc_ingest.sink.task.produce import produce, raise_named
 from cdc_ingest.sink.task.record_loop import Counters, Reset, chunks
 from cdc_ingest.sink.task.rekey import Cutover
+from cdc_ingest.sink.task.swaps import swap_end_messages, swap_messages
 from cdc_ingest.sink.task.table_resets import reset_messages
 from cdc_ingest.sink.task.topics import SinkTopics
 from cdc_ingest.sink.transaction import Consumed, Send, SinkTransaction
@@ -143,6 +144,11 @@ def _serde(settings: SinkSettings, group: GroupOffsets,
         if ddl.action == REKEY_CUT:
             return Cutover(settings, serde, partition, offset, ddl, ts_ms)
         changelog_partitions = len(group.partitions(settings.changelog_topic))
+        if ddl.action == SWAP:
+            return swap_messages(settings, serde, changelog_partitions, partition, ddl, ts_ms)
+        if ddl.action == SWAP_END:
+            return swap_end_messages(settings, serde, changelog_partitions, partition, ddl,
+                                     ts_ms, offset)
         return reset_messages(settings, serde, changelog_partitions, partition, ddl, ts_ms)
 
     return serde, reset
