@@ -84,6 +84,8 @@ def main() -> int:
                 name = f"cc-{n + 1}-{arm.replace('_', '-')}"
                 verify = None
                 report = workdir / f"{name}.report.json"
+                log_file = workdir / "verify-continuous.log"
+                log_from = log_file.stat().st_size if log_file.exists() else 0
                 if arm == "with_verify":
                     verify = start_verify(target, workdir, args.rate, report)
                     time.sleep(5)  # its first pass under way
@@ -95,8 +97,13 @@ def main() -> int:
                         stop_process(verify, timeout=120.0)
                 if verify is not None:
                     body = json.loads(report.read_text()) if report.exists() else {}
+                    text = log_file.read_bytes()[log_from:].decode(errors="replace")
+                    progress = [ln for ln in text.splitlines() if "rows compared" in ln]
                     passes.append({"run": name, "passes": body.get("passes", []),
-                                   "exit_code": verify.returncode})
+                                   "exit_code": verify.returncode,
+                                   "last_progress": progress[-1] if progress else None})
+                    log.info("  verify during %s: %s", name,
+                             progress[-1] if progress else "no progress line")
                 log.info("%s: %.0f rows/s", name, run["rows_per_s"])
                 runs[arm].append(run)
     measures = [

@@ -21,7 +21,7 @@ from cdc_ingest.commands.options import config_option
 @click.option("--continuous", is_flag=True, help="verify again and again while the pipeline "
               "runs, until SIGTERM or Ctrl-C; state per topic in `status --tables`, metrics "
               "and --report")
-@click.option("--rate", default=10_000.0, show_default=True, type=click.FloatRange(min=1),
+@click.option("--rate", default=5_000.0, show_default=True, type=click.FloatRange(min=1),
               metavar="ROWS/S", help="--continuous: MySQL rows read per second at most")
 @click.option("--pause", "pause_s", default=60.0, show_default=True,
               type=click.FloatRange(min=0), metavar="SECONDS",

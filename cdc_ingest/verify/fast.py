@@ -113,12 +113,13 @@ def check_fast(
     mysql: MySqlSide, kafka: dict[str, Any], topic: str, expect: Expectation,
     new_check: Callable[[DiskValues], TopicCheck], tinyint1_as_boolean: bool,
     except_key: bool, pace: Callable[[int], None] | None = None,
+    topic_rate: float | None = None,
 ) -> tuple[TopicResult, dict[bytes, Suspect] | None, dict[int, int]]:
     """Check ``topic`` against its one table; the result, the keys that differ (as
     :attr:`TopicCheck.suspects`) and the partition ends the topic was read to."""
     shape = expect.shape
     folder = tempfile.mkdtemp(prefix="cdc-ingest-verify-")
-    loading = Loading(kafka, topic, folder)
+    loading = Loading(kafka, topic, folder, topic_rate)
     try:
         with mysql.snapshot():
             expected = _Expected(folder)

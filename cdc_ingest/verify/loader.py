@@ -9,6 +9,7 @@ in the process is raised in the caller.
 from __future__ import annotations
 
 import multiprocessing
+import time
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -18,25 +19,33 @@ from cdc_ingest.verify.store import DiskValues
 from cdc_ingest.verify.topics import canonical_key
 
 
-def load(kafka: dict[str, Any], topic: str, directory: str | None = None) -> DiskValues:
+def load(kafka: dict[str, Any], topic: str, directory: str | None = None,
+         rate: float | None = None) -> DiskValues:
     """Every committed record of ``topic`` folded into a new store in ``directory`` (as
-    :func:`~cdc_ingest.verify.topics.latest_values` without events or avro)."""
+    :func:`~cdc_ingest.verify.topics.latest_values` without events or avro); ``rate``: at
+    most that many records a second (``verify --continuous``: the topic is read at the rate
+    MySQL is)."""
     latest = DiskValues(directory)
+    began, done = time.monotonic(), 0
     try:
         put, ends = latest.put, latest.ends
         for records in read_records(kafka, topic):
             for partition, offset, key, value in records:
                 put(canonical_key(key), value)
                 ends[partition] = offset + 1
+            done += len(records)
+            if rate:
+                time.sleep(max(0.0, done / rate - (time.monotonic() - began)))
     except BaseException:
         latest.close()
         raise
     return latest
 
 
-def _run(kafka: dict[str, Any], topic: str, directory: str, out: Connection) -> None:
+def _run(kafka: dict[str, Any], topic: str, directory: str, out: Connection,
+         rate: float | None) -> None:
     try:
-        latest = load(kafka, topic, directory)
+        latest = load(kafka, topic, directory, rate)
         out.send(("done", latest.ends, latest.detach()))
     except BaseException as exc:  # noqa: BLE001 - handed to the parent, which raises it
         try:
@@ -50,11 +59,13 @@ def _run(kafka: dict[str, Any], topic: str, directory: str, out: Connection) -> 
 class Loading:
     """The loading process of one topic."""
 
-    def __init__(self, kafka: dict[str, Any], topic: str, directory: str) -> None:
-        """``directory``: where the store is made (the caller deletes it)."""
+    def __init__(self, kafka: dict[str, Any], topic: str, directory: str,
+                 rate: float | None = None) -> None:
+        """``directory``: where the store is made (the caller deletes it); ``rate``: records
+        a second at most (None: as fast as it goes)."""
         context = multiprocessing.get_context("spawn")
         self._pipe, theirs = context.Pipe(duplex=False)
-        self._process = context.Process(target=_run, args=(kafka, topic, directory, theirs),
+        self._process = context.Process(target=_run, args=(kafka, topic, directory, theirs, rate),
                                         name=f"verify-load-{topic}", daemon=True)
         self._process.start()
         theirs.close()

@@ -20,6 +20,11 @@ class Progress:
         self._then, self._every = then, every_s
         self.topic(None, 0)
 
+    @property
+    def rate(self) -> float | None:
+        """The rate limit of what it passes the batches on to (``verify --continuous``)."""
+        return getattr(self._then, "rate", None)
+
     def topic(self, name: str | None, estimate: int) -> None:
         """The next topic to be read, with the server's estimate of its tables' rows."""
         self._name, self._estimate, self.rows = name, estimate, 0

@@ -92,7 +92,8 @@ def _check_topic(
         expectations[fast.shape.name] = fast
         added[fast.shape.name] = mysql.added_values(fast.shape, boolean)
         result, suspects, ends = check_fast(mysql, kafka, topic, fast, new_check, boolean,
-                                            defn.sink.except_key, pace)
+                                            defn.sink.except_key, pace,
+                                            getattr(pace, "rate", None))
     else:
         result, suspects, ends = _check_rows(
             mysql, shapes, topic, tables, new_check, latest_values(

@@ -399,6 +399,26 @@ FIGURES: list[tuple[str, str, tuple[Fig, ...]]] = [
             "verify-1m.json:results/1,000,000 rows: snapshot/median"),
       ratio("verify-1m.json:results/1,000,000 rows: verify/median",
             "verify-1m.json:results/1,000,000 rows: verify, code of b072896/median"))),
+    # benchmarks/README.md: continuous_cost.py
+    ("benchmarks/README.md", "| 5,000 (the default) | {} | {} | {}x | "
+     "`results/continuous-cost-5k.json` |",
+     (v("continuous-cost-5k.json:results/e2e exactly-once, plain/median", "{:,.0f}"),
+      v("continuous-cost-5k.json:results/e2e exactly-once, verify --continuous running/median",
+        "{:,.0f}"),
+      v("continuous-cost-5k.json:results/e2e exactly-once, verify --continuous running/ratio",
+        "{:.2f}"))),
+    ("benchmarks/README.md", "| 10,000 | {} | {} | {}x | `results/continuous-cost.json` |",
+     (v("continuous-cost.json:results/e2e exactly-once, plain/median", "{:,.0f}"),
+      v("continuous-cost.json:results/e2e exactly-once, verify --continuous running/median",
+        "{:,.0f}"),
+      v("continuous-cost.json:results/e2e exactly-once, verify --continuous running/ratio",
+        "{:.2f}"))),
+    ("docs/operations.md", "the pipeline kept {}x of its throughput at 5,000 rows/s and {}x "
+     "at 10,000.",
+     (v("continuous-cost-5k.json:results/e2e exactly-once, verify --continuous running/ratio",
+        "{:.2f}"),
+      v("continuous-cost.json:results/e2e exactly-once, verify --continuous running/ratio",
+        "{:.2f}"))),
     ("benchmarks/README.md", "| 10,000,000 | {} | {} | {} MB | {} | {} MB |",
      tuple(v(f"verify-10m.json:results/10,000,000 rows: {k}/median", "{:,.0f}")
            for k in ("snapshot", "verify", "verify peak RSS", "verify, code of 8090cf7",
