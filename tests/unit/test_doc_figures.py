@@ -399,6 +399,16 @@ FIGURES: list[tuple[str, str, tuple[Fig, ...]]] = [
             "verify-1m.json:results/1,000,000 rows: snapshot/median"),
       ratio("verify-1m.json:results/1,000,000 rows: verify/median",
             "verify-1m.json:results/1,000,000 rows: verify, code of b072896/median"))),
+    ("benchmarks/README.md", "| 10,000,000 | {} | {} | {} MB | {} MB |",
+     tuple(v(f"verify-10m-fast.json:results/10,000,000 rows: {k}/median", "{:,.0f}")
+           for k in ("snapshot", "verify", "verify peak RSS",
+                     "verify peak RSS, all its processes"))),
+    ("benchmarks/README.md", "{}x of the snapshot's rate; memory stays bounded at 10M rows",
+     (ratio("verify-10m-fast.json:results/10,000,000 rows: verify/median",
+            "verify-10m-fast.json:results/10,000,000 rows: snapshot/median"),)),
+    ("benchmarks/README.md", "topic's reader process and verify together peaked at {} MB",
+     (v("verify-10m-fast.json:results/10,000,000 rows: verify peak RSS, all its processes"
+        "/median", "{:,.0f}"),)),
     # benchmarks/README.md: continuous_cost.py
     ("benchmarks/README.md", "| 5,000 (the default) | {} | {} | {}x | "
      "`results/continuous-cost-5k.json` |",
