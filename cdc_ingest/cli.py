@@ -211,7 +211,8 @@ def status(config_path: Path, as_json: bool, wait_s: float | None, tables: bool)
     while wait_s is not None and not caught_up(report) and time.monotonic() < deadline:
         time.sleep(1.0)
         report = pipeline_status(defn)
-    per_table = table_status(defn, client_config(defn.sink.properties)) if tables else None
+    per_table = (table_status(defn, client_config(defn.sink.properties),
+                              report.capture.table_totals) if tables else None)
     if as_json:
         body = report.as_dict()
         if per_table is not None:

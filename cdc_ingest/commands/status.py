@@ -37,6 +37,8 @@ class CaptureStatus:
     snapshot: str | None = None  # an unfinished snapshot in the committed position
     requests_waiting: int = 0  # `cdc-ingest snapshot` requests not taken yet
     exit_code: int = 0  # of what went wrong (0: nothing)
+    # each table's committed totals, read with the position (shown by ``status --tables``)
+    table_totals: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -90,7 +92,9 @@ def _bytes_behind(defn: PipelineDef, position: Position, head: Position) -> int 
 def capture_status(defn: PipelineDef, kafka: dict[str, Any]) -> CaptureStatus:
     status = CaptureStatus()
     try:
-        status.position = PositionStore(kafka, defn.pipeline.offsets_topic).load()
+        store = PositionStore(kafka, defn.pipeline.offsets_topic)
+        status.position = store.load()
+        status.table_totals = store.table_totals
         status.snapshot = _snapshot_progress(status.position)
         status.requests_waiting = _requests_waiting(defn, kafka, status.position)
         catalog = Catalog(connection_settings(defn.source), retries=0)
@@ -178,6 +182,7 @@ class PipelineStatus:
 
     def as_dict(self) -> dict[str, Any]:
         capture = asdict(self.capture)
+        capture.pop("table_totals")  # `--tables` shows them, as "tables"
         sink = asdict(self.sink)
         sink["lag"] = self.sink.lag
         sink["last_event_ms"] = self.sink.last_event_ms

@@ -8,7 +8,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
-from cdc_ingest.kafka.consumer import _consumer, watermarks
+from cdc_ingest.kafka.consumer import _consumer, partition_ends
 from cdc_ingest.kafka.errors import KafkaClientError
 
 Record = tuple[int, int, bytes | None, bytes | None]  # partition, offset, key, value
@@ -21,15 +21,7 @@ def read_records(config: dict[str, Any], topic: str, timeout_s: float = 30.0,
     ``batch`` at a time."""
     consumer = _consumer(config, "read_committed")
     try:
-        meta = consumer.list_topics(topic, timeout=timeout_s)
-        info = meta.topics.get(topic)
-        if info is None or info.error is not None:
-            return
-        pending: dict[int, int] = {}
-        for p in info.partitions:
-            low, high = watermarks(consumer, TopicPartition(topic, p), timeout_s)
-            if high > low:
-                pending[p] = high
+        pending = partition_ends(consumer, consumer, topic, {}, timeout_s)
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in pending])
         idle = 0.0
         while pending:

@@ -50,16 +50,8 @@ def read_topic(
     # the true end, which only a read_uncommitted one is told.
     ends_of = _consumer(config, "read_uncommitted") if settled else consumer
     try:
-        meta = consumer.list_topics(topic, timeout=timeout_s)
-        info = meta.topics.get(topic)
-        if info is None or info.error is not None:
-            return
-        ends: dict[int, int] = {}
         start = since or {}
-        for p in info.partitions:
-            low, high = watermarks(ends_of, TopicPartition(topic, p), timeout_s)
-            if high > max(low, start.get(p, 0)):
-                ends[p] = high
+        ends = partition_ends(consumer, ends_of, topic, start, timeout_s)
         if not ends:
             return
         consumer.assign([TopicPartition(topic, p, start.get(p, OFFSET_BEGINNING))
@@ -71,6 +63,21 @@ def read_topic(
         consumer.close()
         if ends_of is not consumer:
             ends_of.close()
+
+
+def partition_ends(consumer: Any, ends_of: Any, topic: str, start: dict[int, int],
+                   timeout_s: float) -> dict[int, int]:
+    """The end (``ends_of``'s high watermark) of each partition of ``topic`` that holds
+    records at or past ``start`` (its offset, else the beginning); {} without the topic."""
+    info = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+    if info is None or info.error is not None:
+        return {}
+    ends: dict[int, int] = {}
+    for p in info.partitions:
+        low, high = watermarks(ends_of, TopicPartition(topic, p), timeout_s)
+        if high > max(low, start.get(p, 0)):
+            ends[p] = high
+    return ends
 
 
 def stable_ends(config: dict[str, Any], topic: str, timeout_s: float = 30.0

@@ -1,18 +1,9 @@
 """``cdc-ingest verify --repair``, its verify side: which keys to read again, per table, from
 a pass's differences (the command: cdc_ingest/commands/repair.py).
 
-1. A verify pass (quiet) finds the differences, each confirmed against binlog positions
-   (verify/settle.py): missing and differing keys name their table; an extra key is given to
-   the one table of its topic whose key columns it names.
-2. One repair request goes into the pipeline's signal topic with those keys per table.
-   Capture takes it (capture/signals.py) and reads each table's keys again as key chunks
-   (capture/snapshot/repair.py): a row MySQL has is written again as a snapshot row, a key
-   it has not as a delete (the sink tombstones it); the binlog after each chunk is filtered
-   by its keys up to its high watermark, as after any snapshot chunk, so every later change
-   of those keys follows once. The request and the rows it causes commit together: a kill
-   anywhere carries it out once.
-3. Once capture has carried it out and the sink has passed MySQL's binlog head, verify runs
-   again (shown), and its verdict is the command's.
+Missing and differing keys name their table (confirmed against binlog positions,
+verify/settle.py); an extra key is given to the one table of its topic whose key columns it
+names.
 
 Not repaired (said, with the fix ``cdc-ingest snapshot db.table``): keys of a table whose key
 columns are not all integers or strings, of a table with a ``transform:`` rule, topics of

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pymysql
 from confluent_kafka import Producer
 
 from tests.integration.flavors import Source, binlog_head
@@ -28,9 +27,8 @@ from tests.integration.pipeline_helpers import (
     start_command,
     stop,
     wait_for,
-    write_pipeline,
 )
-from tests.integration.test_verify_under_writes import ROWS, Writer, _live
+from tests.integration.test_verify_under_writes import ROWS, Writer, _live, busy_pipeline
 
 
 def _last_write(cur: Any, source: Source) -> str:
@@ -56,19 +54,11 @@ def _cutover(config: Path, *args: str) -> Any:
 def test_cutover_refuses_while_writes_go_on_and_passes_once_they_stop(
         source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path) -> None:
     db = fresh_source_db
-    conn = pymysql.connect(**source.admin, database=db, autocommit=True)
+    # capture commits its position past changes it does not capture every heartbeat
+    conn, config = busy_pipeline(source, kafka, db, tmp_path, "cut",
+                                 source_options={"heartbeat.interval": "2s"})
     with conn.cursor() as cur:
-        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT, note VARCHAR(20))")
-        cur.executemany("INSERT INTO t VALUES (%s, 0, 'first')",
-                        [(i,) for i in range(1, ROWS + 1)])
         cur.execute("CREATE TABLE other (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
-    config = write_pipeline(
-        tmp_path / "p.yaml", source, kafka, f"cut-{db}", f"{db}.t",
-        # capture commits its position past changes it does not capture every heartbeat
-        source={"scan.startup.mode": "initial", "capture.transaction.max-interval": "200ms",
-                "heartbeat.interval": "2s"},
-        sink={"sink.delivery-guarantee": "exactly-once"},
-    )
     topic = f"{db}.t"
     log = tmp_path / "start.log"
     proc = start_command("start", config, log)

@@ -31,9 +31,8 @@ from tests.integration.pipeline_helpers import (
     start_command,
     stop,
     wait_for,
-    write_pipeline,
 )
-from tests.integration.test_verify_under_writes import _live
+from tests.integration.test_verify_under_writes import _live, busy_pipeline
 
 ROWS = 1_000
 
@@ -87,17 +86,8 @@ def _report(path: Path) -> dict[str, Any]:
 def test_continuous_verify_and_table_statistics_under_writes_and_a_kill(
         source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path) -> None:
     db = fresh_source_db
-    conn = pymysql.connect(**source.admin, database=db, autocommit=True)
-    with conn.cursor() as cur:
-        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT, note VARCHAR(20))")
-        cur.executemany("INSERT INTO t VALUES (%s, 0, 'first')",
-                        [(i,) for i in range(1, ROWS + 1)])
-    config = write_pipeline(
-        tmp_path / "p.yaml", source, kafka, f"cont-{db}", f"{db}.t",
-        source={"scan.startup.mode": "initial", "capture.transaction.max-interval": "200ms",
-                "heartbeat.interval": "2s"},
-        sink={"sink.delivery-guarantee": "exactly-once"},
-    )
+    _, config = busy_pipeline(source, kafka, db, tmp_path, "cont", ROWS,
+                              source_options={"heartbeat.interval": "2s"})
     topic, report = f"{db}.t", tmp_path / "report.json"
     logs = {name: tmp_path / f"{name}.log" for name in ("capture", "sink", "verify")}
     procs = {name: start_command(name, config, logs[name]) for name in ("capture", "sink")}

@@ -33,7 +33,7 @@ from tests.integration.pipeline_helpers import (
     wait_for,
     write_pipeline,
 )
-from tests.integration.test_verify_under_writes import ROWS, Writer, _live
+from tests.integration.test_verify_under_writes import ROWS, Writer, _live, busy_pipeline
 
 EXTRA = ROWS + 500
 
@@ -41,17 +41,8 @@ EXTRA = ROWS + 500
 def test_repair_writes_each_damaged_key_once_under_writes_and_kills(
         source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path) -> None:
     db = fresh_source_db
-    conn = pymysql.connect(**source.admin, database=db, autocommit=True)
-    with conn.cursor() as cur:
-        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT, note VARCHAR(20))")
-        cur.executemany("INSERT INTO t VALUES (%s, 0, 'first')",
-                        [(i,) for i in range(1, ROWS + 1)])
-    config = write_pipeline(
-        tmp_path / "p.yaml", source, kafka, f"rep-{db}", f"{db}.t",
-        source={"scan.startup.mode": "initial", "capture.transaction.max-interval": "200ms",
-                "heartbeat.interval": "2s"},
-        sink={"sink.delivery-guarantee": "exactly-once"},
-    )
+    conn, config = busy_pipeline(source, kafka, db, tmp_path, "rep",
+                                 source_options={"heartbeat.interval": "2s"})
     topic = f"{db}.t"
     logs = {name: tmp_path / f"{name}.log" for name in ("capture", "sink", "verify")}
     procs = {name: start_command(name, config, logs[name]) for name in ("capture", "sink")}

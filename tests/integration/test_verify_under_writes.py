@@ -87,19 +87,30 @@ def _live(kafka: Any, topic: str) -> dict[int, Any]:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def test_verify_is_exact_while_writes_go_on(source: Source, kafka: Any, fresh_source_db: str,
-                                           tmp_path: Path) -> None:
-    db = fresh_source_db
+def busy_pipeline(source: Source, kafka: Any, db: str, tmp_path: Path, name: str,
+                  rows: int = ROWS, source_options: dict[str, Any] | None = None
+                  ) -> tuple[Any, Path]:
+    """Table ``t`` (id, v, note) of ``rows`` rows in ``db``, and a pipeline ``name-db`` that
+    snapshots it, then follows it exactly-once, committing every 200 ms (``source_options``
+    added); the admin connection (autocommit) and the pipeline file."""
     conn = pymysql.connect(**source.admin, database=db, autocommit=True)
     with conn.cursor() as cur:
         cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT, note VARCHAR(20))")
         cur.executemany("INSERT INTO t VALUES (%s, 0, 'first')",
-                        [(i,) for i in range(1, ROWS + 1)])
+                        [(i,) for i in range(1, rows + 1)])
     config = write_pipeline(
-        tmp_path / "p.yaml", source, kafka, f"busy-{db}", f"{db}.t",
-        source={"scan.startup.mode": "initial", "capture.transaction.max-interval": "200ms"},
+        tmp_path / "p.yaml", source, kafka, f"{name}-{db}", f"{db}.t",
+        source={"scan.startup.mode": "initial", "capture.transaction.max-interval": "200ms",
+                **(source_options or {})},
         sink={"sink.delivery-guarantee": "exactly-once"},
     )
+    return conn, config
+
+
+def test_verify_is_exact_while_writes_go_on(source: Source, kafka: Any, fresh_source_db: str,
+                                           tmp_path: Path) -> None:
+    db = fresh_source_db
+    _, config = busy_pipeline(source, kafka, db, tmp_path, "busy")
     topic = f"{db}.t"
     log = tmp_path / "start.log"
     proc = start_command("start", config, log)

@@ -125,7 +125,8 @@ def _main(*args: str) -> int:
 
 
 class _NoPosition:
-    def __init__(self, *args: object) -> None: ...
+    def __init__(self, *args: object) -> None:
+        self.table_totals: dict[str, dict[str, int]] = {}
 
     def load(self) -> None:
         return None

@@ -26,7 +26,7 @@ from cdc_ingest.formats.jackson import jackson_json
 from cdc_ingest.formats.upsert_json import Serde, SinkMessage, SinkSerde
 from cdc_ingest.kafka.consumer import read_topic
 from cdc_ingest.kafka.ranges import offset_for_time, read_range
-from cdc_ingest.model.changelog import SWAP, DdlRecord
+from cdc_ingest.model.changelog import SWAP, DdlRecord, decode_record
 from cdc_ingest.sink.settings import SinkSettings
 from cdc_ingest.sink.task.table_resets import RESET_READ_TIMEOUT_S, live_keys, reset_messages
 
@@ -87,8 +87,10 @@ def _written(settings: SinkSettings, partition: int, ddl: DdlRecord, ts_ms: int,
             if not found:
                 found = key is None and _is_swap(value, ddl)
                 continue
-            if key is not None and _of_table(value, ddl):
-                written.add(key)
+            if key is not None:
+                row = decode_record(value)  # db and table; the row stays raw text
+                if row.db == ddl.db and row.table == ddl.table:
+                    written.add(key)
     if not found:
         raise SinkError(
             f"swap of {ddl.db}.{ddl.table} at binlog {ddl.pos}: its swap record is not in "
@@ -104,8 +106,3 @@ def _is_swap(value: bytes, ddl: DdlRecord) -> bool:
     return (record.get("op") == "DDL" and record.get("action") == SWAP
             and (record.get("db"), record.get("table"), record.get("pos"))
             == (ddl.db, ddl.table, ddl.pos))
-
-
-def _of_table(value: bytes, ddl: DdlRecord) -> bool:
-    head = orjson.loads(value)
-    return (head.get("db"), head.get("table")) == (ddl.db, ddl.table)
