@@ -137,11 +137,6 @@ class SchemaGuard:
                                 "columns": [list(c) for c in columns], "action": "rekey",
                                 "pos": pos, "ts_ms": ts_ms})
 
-    def key_columns(self, db: str, table: str) -> list[str] | None:
-        """The key columns the table's messages carry now (None: none written yet)."""
-        key = KeySchema.from_json((self._known.get((db, table)) or {}).get("key"))
-        return list(key.columns) if key is not None else None
-
     def key_record(self, db: str, table: str) -> Any:
         """The key schema the table's messages carry now, as the schema topic holds it
         (None: none written yet)."""

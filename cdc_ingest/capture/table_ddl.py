@@ -103,7 +103,7 @@ class TableDdl:
                     "the snapshot"
                 )
             where = f"{ev.file}:{ev.pos}"
-            key = self._guard.key_columns(db, table) if action in EMPTIES_TABLE else None
+            key = self._guard.key_record(db, table) if action in EMPTIES_TABLE else None
             marked = action
             if (db, table) in swaps and self._guard.key_record(db, table) is not None:
                 marked = SWAP  # keys it has live: the sink keeps those the new table has

@@ -33,3 +33,26 @@ def jackson_json(text: bytes) -> bytes:
     if _NEEDED.search(text) is None:
         return text
     return _SPOTS.sub(_fix, text)
+
+
+# an escaped backslash, an upper-case control escape, or a surrogate pair's two escapes
+_BACK = re.compile(rb"\\\\|\\u00([0-9A-F]{2})|\\u(D[89AB][0-9A-F]{2})\\u(D[C-F][0-9A-F]{2})")
+_BACK_NEEDED = re.compile(rb"\\u(?:00[0-9A-F]{2}|D[89AB])")
+
+
+def _unfix(match: re.Match[bytes]) -> bytes:
+    whole = match.group(0)
+    if whole == b"\\\\":
+        return whole
+    if match.group(1) is not None:
+        return b"\\u00" + match.group(1).lower()
+    high, low = int(match.group(2), 16), int(match.group(3), 16)
+    return chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)).encode()
+
+
+def orjson_spelling(text: bytes) -> bytes:
+    """The inverse of :func:`jackson_json`: a key Jackson spelled as capture's changelog
+    spells it (the bytes its changelog partition is hashed from)."""
+    if _BACK_NEEDED.search(text) is None:
+        return text
+    return _BACK.sub(_unfix, text)

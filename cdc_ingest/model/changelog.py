@@ -95,15 +95,18 @@ def snapshot_parts(db: str, table: str, ts_ms: int, layout: str | None = None
 
 
 def ddl_value(db: str, table: str, sql: str, ts_ms: int, pos: str, action: str,
-              key: list[str] | None = None) -> bytes:
+              key: dict[str, Any] | None = None) -> bytes:
     """A DDL record's value (it has no key; it goes to every partition). ``action`` is what
     the statement does to the table (``capture.ddl.action_of``); ``key``, the table's key
-    columns before the statement, is written for a statement that empties the table."""
+    schema before the statement (``{"columns": [...], "classes": [...]}``, the schema
+    topic's), is written for a statement that empties the table: its columns as ``key``, their
+    key classes as ``classes``."""
     value = {"v": CHANGELOG_VERSION, "op": Op.DDL.value, "db": db, "table": table,
              "pk": None, "before": None, "after": None, "ts_ms": ts_ms,
              "pos": pos, "ddl": sql, "action": action}
     if key is not None:
-        value["key"] = key
+        value["key"] = list(key["columns"])
+        value["classes"] = list(key["classes"])
     return orjson.dumps(value)
 
 
@@ -187,6 +190,7 @@ class DdlRecord(msgspec.Struct):
     pos: str
     action: str = "other"
     key: list[str] | None = None  # the key columns, on a record that empties the table
+    classes: list[str] | None = None  # their key classes (capture/key_schema.py), in order
 
 
 decode_record = msgspec.json.Decoder(RawRecord).decode

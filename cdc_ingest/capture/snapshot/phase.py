@@ -202,10 +202,10 @@ class SnapshotPhase:
                 state.resets.append([db, table])
             prune = None
         if [db, table] in state.resets:  # snapshotted again on request (capture/signals.py)
-            key_columns = self._guard.key_columns(db, table) or list(info.key_schema.columns)
+            key_schema = self._guard.key_record(db, table) or info.key_schema.as_json()
             reset = ddl_value(db, table, f"snapshot of {db}.{table} requested: its rows are "
                               "written again", ts_ms, f"{at.file}:{at.pos}", RESNAPSHOT,
-                              key_columns)
+                              key_schema)
             tx.marker(reset, range(self._partitions), ts_ms)  # before the rows, in each
             state.resets.remove([db, table])
         pinned = self._guard.pinned(db, table)  # schema.change.behavior: ignore

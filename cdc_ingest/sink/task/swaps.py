@@ -28,7 +28,12 @@ from cdc_ingest.kafka.consumer import read_topic
 from cdc_ingest.kafka.ranges import offset_for_time, read_range
 from cdc_ingest.model.changelog import SWAP, DdlRecord, decode_record
 from cdc_ingest.sink.settings import SinkSettings
-from cdc_ingest.sink.task.table_resets import RESET_READ_TIMEOUT_S, live_keys, reset_messages
+from cdc_ingest.sink.task.table_resets import (
+    RESET_READ_TIMEOUT_S,
+    changelog_spelling,
+    live_keys,
+    reset_messages,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +70,8 @@ def swap_end_messages(settings: SinkSettings, serde: Serde, changelog_partitions
     for topic in topics:
         messages = read_topic(settings.kafka, topic, RESET_READ_TIMEOUT_S, settled=True)
         exclusive = not settings.router.rules and topic == name
-        keys = live_keys(messages, ddl, changelog_partitions, partition, exclusive)
+        keys = live_keys(messages, ddl, changelog_partitions, partition, exclusive,
+                         changelog_spelling(settings, ddl))
         out.extend((topic, key, None, headers, ts_ms, name) for key in keys
                    if key not in written)
     log.info("swap of %s.%s at binlog %s: the table now under the name is written (%d keys "

@@ -11,6 +11,12 @@ offset. Keys that hash to other partitions are the other tasks' to tombstone at 
 point of their own streams: per key, a change made before the statement is never written after
 its tombstone, and one made after is never deleted by it.
 
+The owner of a key is the task its changelog key hashes to, so a sink key spelled otherwise
+is first spelled back as the changelog spells it (:func:`changelog_spelling`): an Avro key
+read back through the registry into the JSON form (a DECIMAL beyond 38 digits, which Avro
+holds as text, a number again, by the key classes the DDL record carries), a Jackson-spelled
+key (``key.json.encoding: jackson``) back to orjson's escapes.
+
 A key is the table's when its last message says so in its ``schemaName``/``tableName``
 headers, or, for messages without them, when the topic can hold no other table's keys (no
 routes: the topic is ``<db>.<table>``). Otherwise the keys cannot be told apart and the task
@@ -20,15 +26,17 @@ stops with an error rather than guess.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from cdc_ingest.errors import SinkError
 from cdc_ingest.formats.change_events import EventSerde
+from cdc_ingest.formats.jackson import orjson_spelling
 from cdc_ingest.formats.upsert_json import Serde, SinkMessage
 from cdc_ingest.kafka.consumer import Message, read_topic
 from cdc_ingest.kafka.partition import java_partition
-from cdc_ingest.model.changelog import DdlRecord
-from cdc_ingest.sink.settings import SinkSettings
+from cdc_ingest.model.changelog import DdlRecord, older_capture
+from cdc_ingest.registry.avro_reader import AvroReader, AvroReadError
+from cdc_ingest.sink.settings import SinkSettings, UpsertFormat
 from cdc_ingest.sink.task.event_resets import deletes
 
 log = logging.getLogger(__name__)
@@ -61,22 +69,61 @@ def tombstones(settings: SinkSettings, serde: Serde, ddl: DdlRecord, ts_ms: int,
                                partition))
             continue
         exclusive = not settings.router.rules and topic == name
-        keys = live_keys(messages, ddl, changelog_partitions, partition, exclusive)
+        keys = live_keys(messages, ddl, changelog_partitions, partition, exclusive,
+                         _same if partition is None else changelog_spelling(settings, ddl))
         out.extend((topic, key, None, headers, ts_ms, name) for key in keys)
     return out
 
 
+def _same(key: bytes) -> bytes:
+    return key
+
+
+def changelog_spelling(settings: SinkSettings, ddl: DdlRecord) -> Callable[[bytes], bytes]:
+    """What turns a sink key of ``ddl``'s table back into its changelog key's bytes."""
+    upsert = settings.format
+    if not isinstance(upsert, UpsertFormat):
+        return _same
+    avro = upsert.avro
+    if avro is None or avro.key is None:
+        return orjson_spelling if upsert.jackson_keys else _same
+    if ddl.key is None or ddl.classes is None:
+        raise SinkError(older_capture(
+            f"the {ddl.action.upper()} record of {ddl.db}.{ddl.table} at binlog {ddl.pos}",
+            "classes", "telling which task owns each of the table's Avro keys"))
+    table = (ddl.db, ddl.table)
+    numbers = frozenset(name for name, kind in zip(ddl.key, ddl.classes, strict=False)
+                        if kind.startswith("decimal:"))
+    reader = AvroReader(avro.kafka, avro.schema_topic, avro.key, None, [table],
+                        {table: numbers})
+
+    def spelled(key: bytes) -> bytes:
+        try:
+            text = reader.key(key)
+        except (AvroReadError, ValueError) as exc:
+            raise SinkError(
+                f"{ddl.action.upper()} of {ddl.db}.{ddl.table} at binlog {ddl.pos}: a key of "
+                f"the table in its sink topic cannot be read back through the registry "
+                f"({exc}), so the task that owns it cannot be told. Fix: make the registry "
+                "and the schema topic reachable; a topic another writer shares needs a topic "
+                "of its own") from None
+        assert text is not None
+        return text
+    return spelled
+
+
 def live_keys(messages: Iterable[Message], ddl: DdlRecord, changelog_partitions: int,
-              partition: int | None, exclusive: bool) -> list[bytes]:
-    """Keys of ``ddl``'s table live in one topic's ``messages`` (offset order per key) that
-    hash to changelog ``partition`` (None: every key). ``exclusive``: the topic holds no
-    other table's keys."""
+              partition: int | None, exclusive: bool,
+              spelling: Callable[[bytes], bytes] = _same) -> list[bytes]:
+    """Keys of ``ddl``'s table live in one topic's ``messages`` (offset order per key) whose
+    changelog key (``spelling`` of the sink key) hashes to changelog ``partition`` (None:
+    every key). ``exclusive``: the topic holds no other table's keys."""
     owner = (ddl.db.encode(), ddl.table.encode())
     live: dict[bytes, bool] = {}
+    owned: dict[bytes, bool] = {}  # per key: whether this partition's task owns it
     for msg in messages:
         key = msg.key
-        if key is None or (partition is not None
-                           and java_partition(key, changelog_partitions) != partition):
+        if key is None:
             continue
         names = dict(msg.headers)
         table = (names.get("schemaName"), names.get("tableName"))
@@ -92,5 +139,15 @@ def live_keys(messages: Iterable[Message], ddl: DdlRecord, changelog_partitions:
                     "its own"
                 )
             table = owner
-        live[key] = table == owner and msg.value is not None
+        if table != owner:
+            live[key] = False
+            continue
+        if partition is not None:
+            mine = owned.get(key)
+            if mine is None:
+                mine = owned[key] = java_partition(spelling(key),
+                                                   changelog_partitions) == partition
+            if not mine:
+                continue
+        live[key] = msg.value is not None
     return [key for key, alive in live.items() if alive]
