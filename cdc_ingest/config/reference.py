@@ -48,11 +48,16 @@ Durations: `500ms`, `30s`, `5min`, `1h`; a bare number is milliseconds.
 Secrets (`password`, and `properties.*` whose name says password/secret/jaas/token/...) never
 appear in logs, errors or `repr`.
 
-Kafka TLS/SASL settings go in `properties.*`, and two clients read them: librdkafka (capture,
-the sink's tasks, which read and write the records) and the Java client in Spark's Kafka
-source (which plans each batch's offsets). Each takes its own spelling:
-where the names differ, give both (`ssl.ca.location` and `ssl.truststore.location`,
-`sasl.username`/`sasl.password` and `sasl.jaas.config`); each client skips the other's.
+Kafka TLS/SASL settings go in `properties.*`, written as for the Java client (a Flink
+pipeline's): `security.protocol`, `sasl.mechanism`, `sasl.jaas.config` (PLAIN, SCRAM-SHA-256/512,
+OAUTHBEARER with `sasl.oauthbearer.token.endpoint.url`), `ssl.truststore.*` and
+`ssl.keystore.*` (JKS, read with the JDK's keytool; PKCS12; PEM). Two clients read them:
+librdkafka (capture, the sink's tasks, the tools), which gets them carried over to its own
+settings in memory (`sasl.username`, `ssl.ca.pem`, `ssl.certificate.pem`, ...; no key file is
+written), and the Java client in Spark's Kafka source, which reads them as they are. A
+librdkafka spelling given as well wins for librdkafka (the Java client skips it); what cannot
+be carried over (another login module, such as Kerberos', a custom callback handler or
+provider, TLS below 1.2) is refused by `validate`, with the option and what to write instead.
 """
 
 _SOURCE_NOTE = """\

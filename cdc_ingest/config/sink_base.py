@@ -19,6 +19,7 @@ from cdc_ingest.config.types import (
     choice,
     is_secret_property,
 )
+from cdc_ingest.kafka.java_settings import librdkafka_settings
 
 
 class DeliveryGuarantee(StrEnum):
@@ -82,9 +83,11 @@ class KafkaSinkBase(ConfigModel):
         "`properties.bootstrap.servers` is required; TLS/SASL settings go here; secret values "
         "are masked in repr. Two clients read them: librdkafka (capture, the sink's tasks, "
         "which read and write the records) and the Java client in Spark's Kafka source "
-        "(which plans each batch's offsets). Where their names differ, give both "
-        "(`ssl.ca.location` and `ssl.truststore.location`, `sasl.username`/`sasl.password` and "
-        "`sasl.jaas.config`); each client skips the other's")
+        "(which plans each batch's offsets). Write them as for the Java client (Flink): "
+        "`sasl.jaas.config` (PLAIN, SCRAM, OAUTHBEARER client credentials) and "
+        "`ssl.truststore.*` / `ssl.keystore.*` (JKS, PKCS12 or PEM) are carried over to "
+        "librdkafka, in memory; a librdkafka spelling given too wins for librdkafka, and "
+        "`validate` refuses what cannot be carried over")
     sink_delivery_guarantee: Delivery = Field(
         DeliveryGuarantee.AT_LEAST_ONCE, alias="sink.delivery-guarantee",
         description="`none` (acks=1, errors logged), `at-least-once` (idempotent producer, "
@@ -178,6 +181,9 @@ def property_problems(sink: KafkaSinkBase) -> Found:
         if key in props:
             found.append(((PASS_THROUGH_PREFIX + key,), "is managed by cdc-ingest",
                           f"remove it: {why}"))
+    _, untranslated = librdkafka_settings(props)
+    for item in untranslated:
+        found.append(((PASS_THROUGH_PREFIX + item.name,), item.what, item.fix))
     exactly_once = sink.sink_delivery_guarantee.value == "exactly-once"
     if exactly_once and props.get("enable.idempotence", "").lower() == "false":
         found.append(((PASS_THROUGH_PREFIX + "enable.idempotence",),

@@ -1,13 +1,17 @@
-"""librdkafka settings from the pipeline's ``properties.*`` pass-through."""
+"""librdkafka settings from the pipeline's ``properties.*`` pass-through: the settings both
+clients know as they are, the Java client's own spellings turned into librdkafka's
+(kafka/java_settings.py), a librdkafka spelling given by the user winning over a derived one."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from cdc_ingest.kafka.java_settings import librdkafka_settings
+
 # properties.* go to two clients: librdkafka (capture, the sink's writers, admin) and the Java
-# client inside Spark's Kafka source. Each takes the settings it knows; a user gives both
-# spellings where they differ (TLS files, SASL credentials).
+# client inside Spark's Kafka source. The Java spellings are carried over to librdkafka's
+# (java_settings.py); librdkafka's own are skipped for the Java client.
 JAVA_ONLY = frozenset({
     "sasl.jaas.config", "sasl.login.callback.handler.class",
     "sasl.client.callback.handler.class", "security.providers",
@@ -25,14 +29,35 @@ LIBRDKAFKA_ONLY = frozenset({
 })
 
 
+# what each derived setting stands in for: a user's librdkafka setting of these wins
+_GIVEN_INSTEAD = {
+    "ssl.ca.pem": ("ssl.ca.location", "ssl.ca.pem"),
+    "ssl.certificate.pem": ("ssl.certificate.location", "ssl.certificate.pem",
+                            "ssl.key.location", "ssl.key.pem"),
+    "ssl.key.pem": ("ssl.certificate.location", "ssl.certificate.pem", "ssl.key.location",
+                    "ssl.key.pem"),
+    "sasl.username": ("sasl.username",),
+    "sasl.password": ("sasl.password",),
+    "ssl.endpoint.identification.algorithm": (),  # Java's "" is librdkafka's "none"
+}
+# the Java key store settings librdkafka would also read (PKCS12 only): replaced by the PEM
+# identity derived from them
+_KEY_STORE = ("ssl.keystore.location", "ssl.keystore.password", "ssl.key.password")
+
+
 def client_config(properties: Mapping[str, Any], **overrides: Any) -> dict[str, Any]:
-    """Client settings: every ``properties.*`` option (prefix dropped) plus ``overrides``."""
-    config: dict[str, Any] = {}
-    for key, value in properties.items():
-        name = key.removeprefix("properties.")
-        if name in JAVA_ONLY:
-            continue
-        config[name] = _secret_value(value)
+    """Client settings: every ``properties.*`` option (prefix dropped) librdkafka knows, the
+    Java-spelled ones carried over, plus ``overrides``."""
+    given = {key.removeprefix("properties."): _secret_value(value)
+             for key, value in properties.items()}
+    config = {name: value for name, value in given.items() if name not in JAVA_ONLY}
+    derived, _ = librdkafka_settings({k: str(v) for k, v in given.items()})
+    for name, value in derived.items():
+        if not any(other in given for other in _GIVEN_INSTEAD.get(name, (name,))):
+            if name == "ssl.certificate.pem":
+                for stale in _KEY_STORE:
+                    config.pop(stale, None)
+            config[name] = value
     config.update(overrides)
     return config
 

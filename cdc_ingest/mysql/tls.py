@@ -2,8 +2,8 @@
 
 :class:`TlsSettings` is plain data (it travels with the connection settings to capture's
 processes); :func:`pymysql_options` turns it into PyMySQL's arguments, building the
-``SSLContext`` once per process. Key stores are read in memory: a client key is handed to
-OpenSSL through an anonymous in-memory file, never written to disk.
+``SSLContext`` once per process. Key stores are read in memory (cdc_ingest/keystores.py): a
+client key is handed to OpenSSL through an anonymous in-memory file, never written to disk.
 """
 
 from __future__ import annotations
@@ -12,25 +12,17 @@ import functools
 import os
 import ssl
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from cryptography.hazmat.primitives.serialization import (
-    Encoding,
-    NoEncryption,
-    PrivateFormat,
-    pkcs12,
-)
 
 from cdc_ingest.config.jdbc import store_path
 from cdc_ingest.errors import SourceError
+from cdc_ingest.keystores import StoreError, identity, trusted_certificates
 
 if TYPE_CHECKING:
     from cdc_ingest.config.jdbc import JdbcPropertiesDef
 
 DISABLED, PREFERRED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY = (
     "DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
-_JKS_MAGIC = b"\xfe\xed\xfe\xed"
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 
 
@@ -39,7 +31,7 @@ class Store:
     """A Connector/J key store: a local file, its password, its declared type."""
 
     path: str
-    kind: str  # PKCS12, PEM, JKS (refused when read)
+    kind: str  # PKCS12, PEM, JKS
     password: str | None = field(default=None, repr=False)
     option: str = ""  # the jdbc property that names it, for errors
 
@@ -100,49 +92,14 @@ def _context(tls: TlsSettings) -> ssl.SSLContext:
 
 
 def _read_store(store: Store, want_key: bool) -> tuple[str, str]:
-    """(PEM certificates, PEM private key or "") of a PKCS12 or PEM store."""
+    """(PEM certificates, PEM private key or "") of a PKCS12, JKS or PEM store
+    (cdc_ingest/keystores.py)."""
     try:
-        data = Path(store.path).read_bytes()
-    except OSError as exc:
-        raise SourceError(f"{store.option}: cannot read {store.path} ({exc.strerror}). Fix: "
-                          "give a file this user may read") from None
-    if data[:4] == _JKS_MAGIC or store.kind == "JKS":
-        raise SourceError(
-            f"{store.option}: {store.path} is a JKS key store, which only Java reads. Fix: "
-            f"convert it to PKCS12 with `keytool -importkeystore -srckeystore {store.path} "
-            "-destkeystore store.p12 -deststoretype PKCS12`, then point the property at "
-            "store.p12 (same password)")
-    if data.lstrip().startswith(b"-----BEGIN"):
-        text = data.decode("ascii", errors="replace")
-        if want_key and "PRIVATE KEY-----" not in text:
-            raise SourceError(f"{store.option}: {store.path} holds no private key. Fix: "
-                              "give a PEM file with this client's certificate and key")
-        return text, ""
-    return _read_pkcs12(data, store, want_key)
-
-
-def _read_pkcs12(data: bytes, store: Store, want_key: bool) -> tuple[str, str]:
-    password = store.password.encode() if store.password else None
-    try:
-        loaded = pkcs12.load_pkcs12(data, password)
-    except ValueError:
-        raise SourceError(
-            f"{store.option}: {store.path} could not be opened as PKCS12 (a wrong or missing "
-            f"password, or not a key store). Fix: check the matching ...KeyStorePassword "
-            "property, or give a PEM file and ...KeyStoreType: PEM") from None
-    entries = ([loaded.cert] if loaded.cert else []) + list(loaded.additional_certs)
-    certs = "".join(e.certificate.public_bytes(Encoding.PEM).decode() for e in entries)
-    if not certs:
-        raise SourceError(f"{store.option}: {store.path} holds no certificate. Fix: import "
-                          "the CA certificate (keytool -importcert)")
-    key = ""
-    if want_key:
-        if loaded.key is None:
-            raise SourceError(f"{store.option}: {store.path} holds no private key. Fix: give "
-                              "the client's key store (key and certificate)")
-        key = loaded.key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8,
-                                       NoEncryption()).decode()
-    return certs, key
+        if want_key:
+            return identity(store.path, store.kind, store.password)
+        return trusted_certificates(store.path, store.kind, store.password), ""
+    except StoreError as exc:
+        raise SourceError(f"{store.option}: {store.path}: {exc}") from None
 
 
 def _load_client(ctx: ssl.SSLContext, pem: str, store: Store) -> None:

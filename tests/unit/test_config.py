@@ -261,7 +261,9 @@ def test_repr_and_str_never_show_secrets() -> None:
     doc = minimal(sink={"properties.sasl.password": "kafka-pw-xyz",
                         "properties.ssl.key.password": "key-pw-xyz",
                         "properties.ssl.keystore.password": "store-pw-xyz",
-                        "properties.sasl.jaas.config": "jaas-secret-xyz"})
+                        "properties.sasl.jaas.config":
+                            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                            'username="u" password="jaas-secret-xyz";'})
     doc["source"]["password"] = "${MYSQL_PASSWORD}"
     defn = parse(doc, ENV)
     shown = repr(defn) + str(defn) + repr(defn.sink.properties) + f"{defn.sink.properties}"

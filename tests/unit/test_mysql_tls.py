@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ssl
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,20 @@ def _cert_and_key() -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     return cert, key
 
 
+def test_jks_trust_stores_are_read_with_the_jdks_keytool(tmp_path: Path) -> None:
+    cert, _ = _cert_and_key()
+    (tmp_path / "ca.pem").write_bytes(cert.public_bytes(Encoding.PEM))
+    subprocess.run(["keytool", "-importcert", "-noprompt", "-alias", "ca", "-file", "ca.pem",
+                    "-keystore", "trust.jks", "-storetype", "JKS", "-storepass", PASSWORD],
+                   cwd=tmp_path, check=True, capture_output=True, timeout=120)
+    for password in (PASSWORD, None):  # Java reads a trust store without its password too
+        ctx = tls.pymysql_options(_settings(
+            tmp_path, sslMode="VERIFY_CA", trustCertificateKeyStoreUrl=str(tmp_path / "trust.jks"),
+            trustCertificateKeyStoreType="JKS",
+            **({"trustCertificateKeyStorePassword": password} if password else {})))["ssl"]
+        assert [c["subject"] for c in ctx.get_ca_certs()] == [((("commonName", "test-ca"),),)]
+
+
 def _settings(tmp_path: Path, **given: object) -> tls.TlsSettings:
     return tls.TlsSettings.from_properties(_props(**given))
 
@@ -106,7 +121,7 @@ def test_modes_without_a_context(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("content", "password", "expected"), [
-    (b"\xfe\xed\xfe\xed\x00\x00\x00\x02", None, "keytool -importkeystore"),
+    (b"\xfe\xed\xfe\xed\x00\x00\x00\x02", None, "keytool could not read the JKS store"),
     (b"not a store", PASSWORD, "could not be opened as PKCS12"),
     (None, "wrong-password", "wrong or missing password"),
 ])
