@@ -9,6 +9,13 @@ classes, once per process (:func:`teach_the_library`):
   lists (it has one: binary), while the library does not: every text column after a VECTOR
   took the charset of the character column before it (the first one VECTOR's binary, so its
   text came out as base64). The library is taught that VECTOR has a charset entry on MySQL.
+* **status variables of a query event it does not know** (MariaDB 11's
+  ``character_set_collations``, code 131, written with any DDL that names a character set
+  without a collation, in any database): the library raised ``StatusVariableMismatch`` and
+  capture stopped on the statement, again at every restart. It is taught to do what MariaDB's
+  own parser does with a code it does not know: skip the rest of the status variables (they
+  are written in growing order of code, and capture reads none of them); the schema and the
+  statement that follow them are read as before.
 * **tagged GTID sets** (MySQL 8.3+): the library encodes the GTID set it sends in
   COM_BINLOG_DUMP_GTID with its own ``GtidSet``, which cannot parse ``uuid:tag:1-3``. The dump
   request uses :func:`cdc_ingest.mysql.encode_gtid_set` instead (MySQL's tagged format when
@@ -21,6 +28,8 @@ from typing import Any
 
 import pymysqlreplication.binlogstream as _binlogstream
 from pymysqlreplication.column import Column as _LibraryColumn
+from pymysqlreplication.event import QueryEvent
+from pymysqlreplication.exceptions import StatusVariableMismatch
 from pymysqlreplication.row_event import TableMapEvent
 
 from cdc_ingest.capture.binlog_errors import drop_unknown_metadata
@@ -68,6 +77,20 @@ def _teach_vector() -> None:
     TableMapEvent._is_character_column = staticmethod(character_with_vector)
 
 
+def _teach_status_variables() -> None:
+    read_value = QueryEvent._read_status_vars_value_for_key
+
+    def read_or_skip_the_rest(self: Any, key: int) -> None:
+        if not hasattr(self, "_cdc_vars_end"):  # the first key's byte has just been read
+            self._cdc_vars_end = self.packet.read_bytes - 1 + self.status_vars_length
+        try:
+            read_value(self, key)
+        except StatusVariableMismatch:
+            self.packet.read(self._cdc_vars_end - self.packet.read_bytes)
+
+    QueryEvent._read_status_vars_value_for_key = read_or_skip_the_rest
+
+
 _taught: list[bool] = []
 
 
@@ -76,4 +99,5 @@ def teach_the_library() -> None:
         return
     _taught.append(True)
     _teach_vector()
+    _teach_status_variables()
     _binlogstream.GtidSet = _DumpGtidSet  # only the dump request uses it in that module
