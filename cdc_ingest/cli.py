@@ -203,7 +203,6 @@ def status(config_path: Path, as_json: bool, wait_s: float | None, tables: bool)
     from cdc_ingest.commands.status import caught_up, exit_code, pipeline_status, render_text
     from cdc_ingest.commands.table_status import render_tables, table_status
     from cdc_ingest.config import load_pipeline
-    from cdc_ingest.kafka import client_config
 
     defn = load_pipeline(config_path)
     report = pipeline_status(defn)
@@ -211,7 +210,7 @@ def status(config_path: Path, as_json: bool, wait_s: float | None, tables: bool)
     while wait_s is not None and not caught_up(report) and time.monotonic() < deadline:
         time.sleep(1.0)
         report = pipeline_status(defn)
-    per_table = (table_status(defn, client_config(defn.sink.properties),
+    per_table = (table_status(defn, defn.kafka_config(),
                               report.capture.table_totals) if tables else None)
     if as_json:
         body = report.as_dict()

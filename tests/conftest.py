@@ -37,6 +37,7 @@ import pymysql
 import pytest
 
 from cdc_ingest.services import KafkaBroker, MariaDB, MariaDB118, MySQL, SchemaRegistry
+from cdc_ingest.services.kafka_secured import SecuredKafkaBroker
 from cdc_ingest.sink.task.writer import close_clients
 from tests.integration.flavors import FLAVORS, Source
 
@@ -149,6 +150,17 @@ def kafka(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     # Finalizers run last-in first-out: close the clients tests cached in this process
     # before the broker goes away, so they do not retry against a stopped broker.
     request.addfinalizer(close_clients)
+    return server
+
+
+@pytest.fixture(scope="session")
+def secured_kafka(request: pytest.FixtureRequest,
+                  tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A Kafka with TLS, SCRAM and PLAIN logins, client certificates and the
+    StandardAuthorizer (``cdc_ingest.services.kafka_secured.SecuredKafkaBroker``), started
+    only by the tests that ask for it; ``.bootstrap`` is the harness's own super-user door."""
+    server = SecuredKafkaBroker(tmp_path_factory.mktemp("services") / "secured-kafka")
+    _start(server, request)
     return server
 
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_ingest.config import PipelineDef
-from cdc_ingest.kafka import client_config
 from cdc_ingest.mysql import ConnectionSettings, KeyColumns, connection_settings
 
 
@@ -83,7 +82,7 @@ def capture_options(defn: PipelineDef) -> CaptureOptions:
         transactional_id=defn.capture_transactional_id,
         connection=connection_settings(s),
         server_id=s.server_id_first,
-        kafka=client_config(defn.sink.properties),
+        kafka=defn.kafka_config(),
         changelog_topic=p.changelog_topic,
         offsets_topic=p.offsets_topic,
         schema_topic=p.schema_topic,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.config.sink_topics import topics_of, transaction_metadata_topic
-from cdc_ingest.kafka import client_config
 from cdc_ingest.mysql import connection_settings
 from cdc_ingest.transactions import TransactionReader
 from cdc_ingest.verify.mysql import MySqlSide
@@ -34,5 +33,5 @@ def transaction_reader(defn: PipelineDef, group_id: str | None = None,
     ``new_only``: as :class:`~cdc_ingest.transactions.TransactionReader` has them."""
     metadata_topic = transaction_metadata_topic(defn)
     chosen = captured_sink_topics(defn) if topics is None else topics
-    return TransactionReader(client_config(defn.sink.properties), chosen, metadata_topic,
+    return TransactionReader(defn.kafka_config(), chosen, metadata_topic,
                              group_id, new_only=new_only)

@@ -27,7 +27,7 @@ from cdc_ingest.capture.signals import send_repair
 from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.errors import CdcIngestError
-from cdc_ingest.kafka import TopicAdmin, TopicSpec, client_config
+from cdc_ingest.kafka import TopicAdmin, TopicSpec
 from cdc_ingest.mysql import connection_settings
 from cdc_ingest.verify.clock import PipelineClock
 from cdc_ingest.verify.repair import MAX_REPAIR, repair_keys
@@ -63,7 +63,7 @@ def run_repair(defn: PipelineDef, echo: Callable[[str], None], max_diffs: int,
         echo("verify --repair: nothing to repair by key; verifying")
         run_verify(defn, echo, max_diffs)
         return
-    kafka = client_config(defn.sink.properties)
+    kafka = defn.kafka_config()
     TopicAdmin(kafka).ensure(TopicSpec(defn.signal_topic, 1,
                                        defn.sink.topic_replication_factor or -1,
                                        {"cleanup.policy": "compact"}))

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from cdc_ingest.capture.signals import send_request
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.errors import ConfigError, ConfigProblem
-from cdc_ingest.kafka import TopicAdmin, TopicSpec, client_config
+from cdc_ingest.kafka import TopicAdmin, TopicSpec
 from cdc_ingest.mysql import Catalog, connection_settings
 
 
@@ -40,7 +40,7 @@ def request_snapshot(defn: PipelineDef, names: list[str], echo: Callable[[str], 
             tables.append((db, table))
     if problems:
         raise ConfigError(problems)
-    kafka = client_config(defn.sink.properties)
+    kafka = defn.kafka_config()
     TopicAdmin(kafka).ensure(TopicSpec(defn.signal_topic, 1,
                                        defn.sink.topic_replication_factor or -1,
                                        {"cleanup.policy": "compact"}))

@@ -18,7 +18,7 @@ from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.errors import PURGED_FIX, CdcIngestError, PositionPurgedError, SourceError
-from cdc_ingest.kafka import TopicAdmin, client_config, read_topic
+from cdc_ingest.kafka import TopicAdmin, read_topic
 from cdc_ingest.kafka.errors import KafkaClientError
 from cdc_ingest.kafka.offsets import GroupOffsets
 from cdc_ingest.kafka.signals import TopicEnd
@@ -195,7 +195,7 @@ class PipelineStatus:
 
 
 def pipeline_status(defn: PipelineDef) -> PipelineStatus:
-    kafka = client_config(defn.sink.properties)
+    kafka = defn.kafka_config()
     return PipelineStatus(defn.name, capture_status(defn, kafka), sink_status(defn, kafka))
 
 

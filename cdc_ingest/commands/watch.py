@@ -9,7 +9,6 @@ from typing import Any
 from cdc_ingest.commands.pipeline_reader import captured_sink_topics
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.config.sink_topics import transaction_metadata_topic
-from cdc_ingest.kafka import client_config
 from cdc_ingest.kafka.consumer import Message
 from cdc_ingest.kafka.follow import follow_topics
 from cdc_ingest.mysql import connection_settings
@@ -48,7 +47,7 @@ def watch_topics(defn: PipelineDef, topics: list[str], from_beginning: bool,
         echo("watch: the pipeline captures no table that exists in MySQL; nothing to follow")
         return
     since = "from the beginning" if from_beginning else "new messages"
-    kafka = client_config(defn.sink.properties)
+    kafka = defn.kafka_config()
     avro = _avro_reader(defn, kafka)
     messages = follow_topics(kafka, chosen, from_beginning)  # "new" starts here
     echo(f"following {', '.join(chosen)} ({since}; Ctrl-C stops)")
@@ -81,7 +80,7 @@ def watch_transactions(defn: PipelineDef, topics: list[str], from_beginning: boo
         echo("watch: the pipeline captures no table that exists in MySQL; nothing to follow")
         return
     since = "from the beginning" if from_beginning else "new transactions"
-    kafka = client_config(defn.sink.properties)
+    kafka = defn.kafka_config()
     avro = _avro_reader(defn, kafka)
     # "new" starts when the reader is made (its metadata topic's end): then say so
     reader = TransactionReader(kafka, chosen, metadata_topic, new_only=not from_beginning)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field, model_validator
 
 from cdc_ingest.config.kafka_sink import KafkaSinkDef
@@ -12,6 +14,8 @@ from cdc_ingest.config.source import MySqlSourceDef
 from cdc_ingest.config.transform import TransformDef
 from cdc_ingest.config.types import ConfigModel
 from cdc_ingest.errors import ConfigError, ConfigProblem
+from cdc_ingest.kafka.config import client_config
+from cdc_ingest.kafka.logs import GROUP_BASE
 from cdc_ingest.model import names
 from cdc_ingest.routing.routes import Router
 
@@ -35,6 +39,12 @@ class PipelineDef(ConfigModel):
     def transactional_id_prefix(self) -> str:
         """``sink.transactional-id-prefix``, by default ``cdc-ingest.<pipeline id>``."""
         return self.sink.sink_transactional_id_prefix or f"cdc-ingest.{self.pipeline.id}"
+
+    def kafka_config(self, **overrides: Any) -> dict[str, Any]:
+        """Every Kafka client's settings: ``properties.*`` as librdkafka takes them
+        (kafka/config.py), with the base of the pipeline's reader groups."""
+        return client_config(self.sink.properties, **{
+            GROUP_BASE: names.tools_group(self.transactional_id_prefix), **overrides})
 
     @property
     def capture_transactional_id(self) -> str:

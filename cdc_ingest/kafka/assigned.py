@@ -6,7 +6,6 @@ It knows nothing of what it reads: cdc_ingest/transactions/reader.py builds on i
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -14,7 +13,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from cdc_ingest.kafka.consumer import Message, message_of, watermarks
 from cdc_ingest.kafka.errors import KafkaClientError
-from cdc_ingest.kafka.logs import with_logger
+from cdc_ingest.kafka.logs import reader_group, with_logger
 from cdc_ingest.kafka.offsets import retry_coordinator
 
 T = TypeVar("T")
@@ -34,7 +33,7 @@ class AssignedConsumer:
         self._ends: Consumer | None = None
         self._consumer = Consumer({
             **with_logger(config),
-            "group.id": group_id or f"cdc-ingest-tx-reader-{uuid.uuid4().hex}",
+            "group.id": group_id or reader_group(config, "tx-reader"),
             "enable.auto.commit": False, "enable.auto.offset.store": False,
             "isolation.level": "read_committed", "auto.offset.reset": "earliest",
             "enable.partition.eof": True,
@@ -66,7 +65,8 @@ class AssignedConsumer:
         read now); else the high watermark (every record written so far, open transactions
         included, is below it)."""
         if not stable and self._ends is None:
-            self._ends = Consumer({**with_logger(self._config), "group.id": "unused",
+            self._ends = Consumer({**with_logger(self._config),
+                                   "group.id": reader_group(self._config, "reader"),
                                    "isolation.level": "read_uncommitted"})
         consumer = self._consumer if stable else self._ends
         try:

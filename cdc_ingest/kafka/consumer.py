@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +16,7 @@ from confluent_kafka import (
 )
 
 from cdc_ingest.kafka.errors import KafkaClientError
-from cdc_ingest.kafka.logs import with_logger
+from cdc_ingest.kafka.logs import reader_group, with_logger
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +137,7 @@ def _consumer(config: dict[str, Any], isolation: str, reset: str = "earliest",
     return Consumer(
         {
             **with_logger(config),
-            "group.id": f"cdc-ingest-reader-{uuid.uuid4().hex}",
+            "group.id": reader_group(config, "reader"),
             "enable.auto.commit": False,
             "isolation.level": isolation,
             "auto.offset.reset": reset,

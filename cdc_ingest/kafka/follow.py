@@ -10,7 +10,6 @@ after the call misses nothing committed after it, however soon. The group's own 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Generator
 from functools import partial
 from typing import Any
@@ -19,7 +18,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from cdc_ingest.kafka.consumer import Message, message_of, watermarks
 from cdc_ingest.kafka.errors import KafkaClientError
-from cdc_ingest.kafka.logs import with_logger
+from cdc_ingest.kafka.logs import reader_group, with_logger
 
 START_TIMEOUT_S = 30.0  # reading the topics and offsets that "now" is
 
@@ -32,7 +31,7 @@ def follow_topics(config: dict[str, Any], topics: list[str],
     on, until the caller stops reading. A topic or partition that appears later is read from
     its beginning: all of it is new."""
     consumer = Consumer({
-        **with_logger(config), "group.id": f"cdc-ingest-watch-{uuid.uuid4().hex}",
+        **with_logger(config), "group.id": reader_group(config, "watch", unique=True),
         "enable.auto.commit": False, "isolation.level": "read_committed",
         "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": 5000,
         # close() waits up to this (45 s by default) to leave the group: the broker's minimum

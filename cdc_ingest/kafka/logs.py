@@ -16,6 +16,7 @@ import logging
 import re
 import threading
 import time
+import uuid
 from typing import Any
 
 LOGGER = logging.getLogger("cdc_ingest.kafka.client")
@@ -61,6 +62,21 @@ class _OncePerCondition(logging.Filter):
 LOGGER.addFilter(_OncePerCondition())
 
 
+# Not a librdkafka setting: the pipeline's name for the consumer groups its readers use
+# (model/names.py tools_group), so one ACL prefix covers them; with_logger takes it out.
+GROUP_BASE = "cdc-ingest.group-base"
+
+
 def with_logger(config: dict[str, Any]) -> dict[str, Any]:
-    """``config`` with librdkafka's log lines going to :data:`LOGGER`."""
-    return config if "logger" in config else {**config, "logger": LOGGER}
+    """``config`` as librdkafka takes it, its log lines going to :data:`LOGGER`."""
+    out = {k: v for k, v in config.items() if k != GROUP_BASE}
+    out.setdefault("logger", LOGGER)
+    return out
+
+
+def reader_group(config: dict[str, Any], role: str, unique: bool = False) -> str:
+    """The group id of a reader of the pipeline whose settings ``config`` are: under its
+    tools group (``<prefix>.tools.<role>``), with a random suffix when each reader needs a
+    group of its own (one that subscribes)."""
+    base = str(config.get(GROUP_BASE, "cdc-ingest.tools"))
+    return f"{base}.{role}-{uuid.uuid4().hex}" if unique else f"{base}.{role}"

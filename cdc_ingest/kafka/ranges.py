@@ -15,7 +15,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from cdc_ingest.kafka.errors import KafkaClientError
-from cdc_ingest.kafka.logs import with_logger
+from cdc_ingest.kafka.logs import reader_group, with_logger
 
 READ_BATCH = 10_000  # records per consume() call at most
 # consume() waits for READ_BATCH records or this long: short, so the last call of a range
@@ -54,7 +54,7 @@ def reader_config(config: dict[str, Any]) -> dict[str, Any]:
         # (decision 0003); the properties' fetch.wait.max.ms wins
         "fetch.wait.max.ms": FETCH_WAIT_MAX_MS,
         **with_logger(config),
-        "group.id": "cdc-ingest-range-reader",  # never joined: assign() only
+        "group.id": reader_group(config, "reader"),  # never joined: assign() only
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "enable.partition.eof": True,

@@ -20,6 +20,20 @@ def sink_group_id(prefix: str) -> str:
     return f"{prefix}.sink"
 
 
+def tools_group(prefix: str) -> str:
+    """The base of the consumer groups the pipeline's readers use (capture, the sink, the
+    commands): ``<prefix>.tools.reader`` for readers that assign partitions and never commit,
+    ``<prefix>.tools.watch-<random>`` for each ``watch``; Spark's Kafka source takes
+    ``<prefix>.spark`` as its ``groupIdPrefix``. All are under the prefix, as the sink group
+    is, so one prefixed group ACL covers them (``cdc-ingest acls``)."""
+    return f"{prefix}.tools"
+
+
+def spark_group_prefix(prefix: str) -> str:
+    """``groupIdPrefix`` of Spark's Kafka source (its own consumers' groups)."""
+    return f"{prefix}.spark"
+
+
 def signal_topic(prefix: str) -> str:
     """Requests to the running pipeline (``cdc-ingest snapshot``; capture/signals.py)."""
     return f"{prefix}.signals"

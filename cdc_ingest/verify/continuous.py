@@ -34,7 +34,7 @@ import orjson
 from prometheus_client import Gauge
 
 from cdc_ingest.config import PipelineDef
-from cdc_ingest.kafka import TopicAdmin, TopicSpec, client_config, read_topic
+from cdc_ingest.kafka import TopicAdmin, TopicSpec, read_topic
 from cdc_ingest.kafka.signals import send_one
 from cdc_ingest.verify.diff import TopicResult
 from cdc_ingest.verify.run import VerifyMismatch, verify_pipeline
@@ -165,7 +165,7 @@ def run_continuous(defn: PipelineDef, echo: Callable[[str], None], rate: float,
                    pause_s: float, passes: int, report_path: Path | None,
                    max_diffs: int = 10) -> None:
     """Pass after pass until stopped (or ``passes`` done): see the module's docstring."""
-    kafka = client_config(defn.sink.properties)
+    kafka = defn.kafka_config()
     TopicAdmin(kafka).ensure(TopicSpec(defn.verify_topic, 1,
                                        defn.sink.topic_replication_factor or -1,
                                        {"cleanup.policy": "compact"}))

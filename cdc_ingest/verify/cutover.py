@@ -28,7 +28,6 @@ from typing import Any
 from cdc_ingest import exit_codes
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.errors import CdcIngestError
-from cdc_ingest.kafka import client_config
 from cdc_ingest.mysql import Flavor, connect, connection_settings, query_rows
 from cdc_ingest.verify.binlog_events import changes_after, files_from, gtid_end
 from cdc_ingest.verify.clock import Head, PipelineClock
@@ -109,7 +108,7 @@ def run_cutover(defn: PipelineDef, echo: Callable[[str], None], last_write: str 
     """The gate (see the module's docstring); returns only when the switch-over is safe."""
     settings = connection_settings(defn.source)
     conn = connect(settings, defn.source.connect_max_retries)
-    clock = PipelineClock(settings, client_config(defn.sink.properties),
+    clock = PipelineClock(settings, defn.kafka_config(),
                           defn.pipeline.offsets_topic, defn.pipeline.changelog_topic,
                           defn.sink_group_id)
 

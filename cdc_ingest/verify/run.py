@@ -13,7 +13,6 @@ from cdc_ingest.config import PipelineDef
 from cdc_ingest.config.sink import UpsertKafkaSinkDef
 from cdc_ingest.config.sink_topics import event_address, topics_of
 from cdc_ingest.errors import CdcIngestError, SourceError
-from cdc_ingest.kafka import client_config
 from cdc_ingest.mysql import connection_settings
 from cdc_ingest.registry.avro_reader import AvroReader
 from cdc_ingest.transform.functions import EvaluationError
@@ -65,7 +64,7 @@ def _check_topic(
     tables: list[str], max_diffs: int, clock: PipelineClock | None = None,
     pace: Pace | None = None,
 ) -> TopicResult:
-    kafka = client_config(defn.sink.properties)
+    kafka = defn.kafka_config()
     events = event_address(defn)
     pinned = pinned_columns(defn, kafka)
     ever = columns_ever(kafka, defn.pipeline.schema_topic)
@@ -161,7 +160,7 @@ def _gone_topics(defn: PipelineDef, tables: list[tuple[str, str]],
     """The topics of captured tables MySQL no longer has (dropped, or renamed away: the
     schema topic still names them) that no existing table is routed to: every key of those
     tables was tombstoned, so such a topic holds no live key."""
-    kafka = client_config(defn.sink.properties)
+    kafka = defn.kafka_config()
     existing = set(tables)
     gone = [t for t in known_tables(kafka, defn.pipeline.schema_topic)
             if t not in existing and defn.source.captures(*t)]
@@ -172,7 +171,7 @@ def _gone_topics(defn: PipelineDef, tables: list[tuple[str, str]],
 def _check_gone(defn: PipelineDef, topic: str, tables: list[str], max_diffs: int
                 ) -> TopicResult:
     """A topic of tables MySQL no longer has: each live key is extra."""
-    kafka = client_config(defn.sink.properties)
+    kafka = defn.kafka_config()
     events = event_address(defn)
     latest = latest_values(kafka, topic, events=events is not None,
                            avro=avro_reader(defn, kafka, []))
@@ -212,7 +211,7 @@ def verify_pipeline(
     ``pace``: told each batch of MySQL rows (a rate limit); ``on_result``: each topic's
     result as it is done, with the seconds it took."""
     mysql = MySqlSide(connection_settings(defn.source), defn.source.connect_max_retries)
-    clock = PipelineClock(connection_settings(defn.source), client_config(defn.sink.properties),
+    clock = PipelineClock(connection_settings(defn.source), defn.kafka_config(),
                           defn.pipeline.offsets_topic, defn.pipeline.changelog_topic,
                           defn.sink_group_id)
     try:

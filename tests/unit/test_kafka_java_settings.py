@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives.serialization import (
 from cdc_ingest.errors import ConfigError
 from cdc_ingest.kafka.config import client_config
 from cdc_ingest.kafka.java_settings import librdkafka_settings
+from cdc_ingest.kafka.logs import GROUP_BASE, reader_group, with_logger
 from tests.unit.test_config import minimal, parse
 
 PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
@@ -177,3 +178,17 @@ def test_what_cannot_be_carried_over_is_refused_with_its_path_and_no_secret(
     assert [p.name for p in problems] == ["sasl.jaas.config"]  # '@' unquoted: Java refuses
     assert "p@ss" not in problems[0].what
 
+
+
+def test_every_reader_group_is_under_the_pipelines_prefix() -> None:
+    # one prefixed GROUP ACL covers the sink group and every reader's (cdc-ingest acls)
+    defn = parse(minimal(sink={"properties.bootstrap.servers": "k:9092"}))
+    config = defn.kafka_config()
+    prefix = defn.transactional_id_prefix + "."
+    assert defn.sink_group_id.startswith(prefix)
+    for role, unique in (("reader", False), ("watch", True)):
+        assert reader_group(config, role, unique).startswith(prefix)
+    assert reader_group(config, "watch", True) != reader_group(config, "watch", True)
+    # librdkafka never sees the group base (it refuses settings it does not know)
+    assert GROUP_BASE not in with_logger(config)
+    _librdkafka_accepts(with_logger(config))

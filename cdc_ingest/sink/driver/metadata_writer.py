@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from cdc_ingest.errors import SinkError
-from cdc_ingest.kafka import TopicAdmin, TopicSpec, client_config, read_topic
+from cdc_ingest.kafka import TopicAdmin, TopicSpec, read_topic
 from cdc_ingest.kafka.consumer import OffsetGone, PartitionReader
 from cdc_ingest.model.names import tx_metadata_transactional_id, tx_parts_topic, tx_state_topic
 from cdc_ingest.model.transaction_metadata import PartRecord, begin_end, decode_part
@@ -243,6 +243,6 @@ def tx_metadata_writer(defn: PipelineDef) -> TxMetadataWriter | None:
     if not topic:
         return None
     prefix = defn.transactional_id_prefix
-    return TxMetadataWriter(client_config(defn.sink.properties), tx_parts_topic(prefix), topic,
+    return TxMetadataWriter(defn.kafka_config(), tx_parts_topic(prefix), topic,
                             tx_state_topic(prefix), tx_metadata_transactional_id(prefix),
                             defn.sink.topic_replication_factor or -1)

@@ -32,6 +32,7 @@ from cdc_ingest.config import PipelineDef
 from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka import KafkaClientError
 from cdc_ingest.kafka.config import LIBRDKAFKA_ONLY
+from cdc_ingest.model.names import spark_group_prefix
 from cdc_ingest.sink.driver.failures import query_failed
 from cdc_ingest.sink.driver.head_start import HeadStart, past_head_start
 from cdc_ingest.sink.driver.metadata_writer import tx_metadata_writer
@@ -84,6 +85,8 @@ def source_options(defn: PipelineDef, start: str | None) -> dict[str, str]:
             options[f"kafka.{name}"] = str(value)
     options.update({
         "subscribe": defn.pipeline.changelog_topic,
+        # its consumers' groups under the pipeline's prefix, as every group of it is
+        "groupIdPrefix": spark_group_prefix(defn.transactional_id_prefix),
         "kafka.isolation.level": "read_committed",
         # The changelog is ours and must be complete: records deleted by retention before
         # the sink wrote them are lost changes, so the query stops and says so instead of

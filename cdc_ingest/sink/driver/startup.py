@@ -26,7 +26,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from cdc_ingest.config import PipelineDef
-from cdc_ingest.kafka import TopicAdmin, client_config
+from cdc_ingest.kafka import TopicAdmin
 from cdc_ingest.kafka.admin import FIRST_CONTACT_S
 from cdc_ingest.kafka.limits import FLOOR
 from cdc_ingest.sink.driver.offset_log import local_path
@@ -78,7 +78,7 @@ def changelog(defn: PipelineDef, settings: SinkSettings,
     Kafka source fails a query whose topic does not exist, and ``start`` runs capture and the
     sink side by side, so the sink waits for it instead."""
     topic = defn.pipeline.changelog_topic
-    admin = TopicAdmin(client_config(defn.sink.properties), first_contact_s=FIRST_CONTACT_S)
+    admin = TopicAdmin(defn.kafka_config(), first_contact_s=FIRST_CONTACT_S)
     stop = stop_event or threading.Event()
     wait = TOPIC_POLL_S
     while (partitions := admin.partitions(topic)) is None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.config.kafka_sink import KafkaSinkDef
 from cdc_ingest.config.sink import UpsertKafkaSinkDef
-from cdc_ingest.kafka import client_config
 from cdc_ingest.model.names import tx_parts_topic
 from cdc_ingest.registry.avro_subjects import AvroSettings
 from cdc_ingest.sink.settings import SinkSettings, UpsertFormat
@@ -16,14 +15,14 @@ def sink_settings(defn: PipelineDef) -> SinkSettings:
     sink = defn.sink
     metadata = sink.sink_transaction_metadata_topic
     return SinkSettings(
-        kafka=client_config(sink.properties),
+        kafka=defn.kafka_config(),
         changelog_topic=defn.pipeline.changelog_topic,
         group_id=defn.sink_group_id,
         transactional_id_prefix=defn.transactional_id_prefix,
         guarantee=str(sink.sink_delivery_guarantee.value),
         router=defn.router(),
         format=(sink.event_options() if isinstance(sink, KafkaSinkDef)
-                else _upsert(sink, defn.pipeline.schema_topic)),
+                else _upsert(sink, defn)),
         with_headers=sink.sink_add_table_id_to_header_enabled,
         buffer_max_rows=sink.buffer_flush_max_rows,
         buffer_interval_s=sink.buffer_flush_seconds,
@@ -36,13 +35,13 @@ def sink_settings(defn: PipelineDef) -> SinkSettings:
     )
 
 
-def _upsert(sink: UpsertKafkaSinkDef, schema_topic: str) -> UpsertFormat:
+def _upsert(sink: UpsertKafkaSinkDef, defn: PipelineDef) -> UpsertFormat:
     key = sink.key_avro_confluent if sink.avro_key else None
     value = sink.value_avro_confluent if sink.avro_value else None
     avro = None
     if key is not None or value is not None:
         avro = AvroSettings(
-            kafka=client_config(sink.properties), schema_topic=schema_topic,
+            kafka=defn.kafka_config(), schema_topic=defn.pipeline.schema_topic,
             key=key.registry_config() if key is not None else None,
             value=value.registry_config() if value is not None else None,
             key_subject=key.subject if key is not None else None,

@@ -1,0 +1,106 @@
+"""A pipeline against Kafka as production runs it (tests/conftest.py ``secured_kafka``: TLS,
+SCRAM logins, client certificates, the StandardAuthorizer with no ACL meaning no access),
+configured the way a Flink user writes it: Java client settings only (``sasl.jaas.config``, a
+JKS trust store), no librdkafka spelling anywhere. The principal holds prefixed ACLs on the
+pipeline's names and its sink topics only.
+
+`start` snapshots and streams (capture and the sink's tasks through librdkafka, Spark's Kafka
+source through the Java client), `verify` and `status` read back through the same login, and
+`verify` also runs with a client certificate from a JKS key store whose key has a password of
+its own (mutual TLS, the certificate's CN the principal).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pymysql
+import yaml
+
+from cdc_ingest.services.kafka_secured import KEY_PASS, STORE_PASS, TRUST_PASS
+from tests.integration.pipeline_helpers import cli, sink_topic, start_command, stop, wait_for
+
+SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
+
+
+def _grants(name: str, db: str) -> list[tuple[str, str, str, str]]:
+    prefix = f"cdc-ingest.{name}."
+    return [("TOPIC", "PREFIXED", prefix, "ALL"), ("TOPIC", "PREFIXED", f"{db}.", "ALL"),
+            ("TRANSACTIONAL_ID", "PREFIXED", prefix, "ALL"),
+            ("GROUP", "PREFIXED", prefix, "ALL"),
+            ("CLUSTER", "LITERAL", "kafka-cluster", "IDEMPOTENT_WRITE")]
+
+
+def _pipeline(path: Path, mariadb: Any, db: str, name: str, kafka: dict[str, str]) -> Path:
+    doc = {
+        "source": {"type": "mysql", "hostname": "127.0.0.1", "port": mariadb.port,
+                   "username": mariadb.cdc["user"], "password": mariadb.cdc["password"],
+                   "tables": f"{db}.t", "server-id": "5900-5904",
+                   "scan.startup.mode": "initial", "heartbeat.interval": "1s"},
+        "sink": {"type": "upsert-kafka", "sink.delivery-guarantee": "exactly-once",
+                 **{f"properties.{k}": v for k, v in kafka.items()}},
+        "pipeline": {"name": name, "parallelism": 2, "state.dir": str(path.parent / name),
+                     "trigger.interval": "500ms"},
+    }
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def test_a_pipeline_with_java_client_settings_against_tls_scram_and_acls(
+        mariadb: Any, secured_kafka: Any, fresh_db: str, tmp_path: Path) -> None:
+    db, name = fresh_db, "secured"
+    broker = secured_kafka
+    broker.add_scram_user("cdc", "cdc-scram-secret")
+    broker.allow("User:cdc", _grants(name, db))
+    truststore = {"ssl.truststore.location": str(broker.tls / "truststore.jks"),
+                  "ssl.truststore.password": TRUST_PASS}
+    config = _pipeline(tmp_path / "p.yaml", mariadb, db, name, {
+        "bootstrap.servers": broker.sasl_bootstrap, "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": f'{SCRAM} required username="cdc" password="cdc-scram-secret";',
+        **truststore})
+    conn = pymysql.connect(**mariadb.admin, database=db, autocommit=True)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))")
+        cur.executemany("INSERT INTO t VALUES (%s, %s)", [(i, f"v{i}") for i in range(1, 51)])
+
+    check = cli("validate", "--config", str(config))
+    assert check.returncode == 0, check.stdout + check.stderr
+    log = tmp_path / "start.log"
+    proc = start_command("start", config, log)
+    try:
+        def rows() -> dict[int, Any]:
+            assert proc.poll() is None, log.read_text()[-3000:]
+            out: dict[int, Any] = {}
+            for m in sink_topic(broker, f"{db}.t"):  # read back through the harness's door
+                out[orjson.loads(m.key)["id"]] = None if m.value is None else orjson.loads(
+                    m.value)["v"]
+            return out
+        wait_for(lambda: len(rows()) == 50, timeout=180, what="the snapshot in the sink topic")
+        with conn.cursor() as cur:
+            cur.execute("UPDATE t SET v = 'changed' WHERE id <= 5")
+            cur.execute("DELETE FROM t WHERE id = 50")
+        wait_for(lambda: rows().get(1) == "changed" and rows().get(50, 0) is None,
+                 timeout=120, what="the live changes in the sink topic")
+        report = cli("verify", "--config", str(config))
+        assert report.returncode == 0, report.stdout + report.stderr
+        status = cli("status", "--config", str(config))
+        assert status.returncode == 0, status.stdout + status.stderr
+    finally:
+        code = stop(proc, timeout=90)
+    text = log.read_text()
+    assert code == 0, text[-3000:]
+    assert "cdc-scram-secret" not in text + check.stdout + check.stderr + report.stdout
+
+    # mutual TLS: the client certificate's CN is the principal; a JKS key store whose key
+    # has a password of its own
+    identity = broker.client_identity("cdc")
+    mtls = _pipeline(tmp_path / "mtls.yaml", mariadb, db, name, {
+        "bootstrap.servers": broker.ssl_bootstrap, "security.protocol": "SSL",
+        "ssl.keystore.location": str(identity["jks"]), "ssl.keystore.password": STORE_PASS,
+        "ssl.key.password": KEY_PASS, **truststore})
+    report = cli("verify", "--config", str(mtls))
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert "equal" in report.stdout
