@@ -4,7 +4,8 @@
 # its test extras; Kafka's jars and Spark's Kafka connector from Maven Central into .cache/;
 # the MySQL 9.7 root (Debian sid + mysql-server-core, for chroot) into .cache/mysql-root;
 # for the tests (CDC_INGEST_SETUP_TESTS=1, set by scripts/test.sh) also Percona Toolkit
-# (Debian's percona-toolkit: pt-online-schema-change), a PyFlink virtualenv
+# (Debian's percona-toolkit: pt-online-schema-change), GitHub's gh-ost (built with Go from
+# the Go module proxy into .cache/gh-ost), a PyFlink virtualenv
 # with Flink's Kafka connector and avro-confluent format jars, the Schema Registry's app
 # (Apicurio Registry), the MariaDB 11.8 root (Debian sid + mariadb-server) into
 # .cache/mariadb-root, and the Docker engine, Compose v2 and the images of the Docker Compose
@@ -66,6 +67,14 @@ if [ "${CDC_INGEST_SETUP_TESTS:-0}" = 1 ]; then  # scripts/test.sh only; the dem
   # from Maven Central, unpacked once into .cache/ (marker written last, under a lock)
   echo "setup: Schema Registry (Apicurio Registry; once: about 30 s)" >&2
   "$PYTHON" -m cdc_ingest.services fetch registry >/dev/null
+fi
+
+# gh-ost for tests/integration/test_gh_ost.py: the pinned release built from source with Go
+# into .cache/gh-ost/ (tests/integration/gh_ost.py), skipped when built already; no Go fails
+# setup here with what to install
+if [ "${CDC_INGEST_SETUP_TESTS:-0}" = 1 ]; then
+  echo "setup: gh-ost (once: go build, about a minute)" >&2
+  "$PYTHON" -m tests.integration.gh_ost >/dev/null
 fi
 
 echo "setup: MySQL 9.7 root (once: debootstrap sid + apt-get, about a minute)" >&2
