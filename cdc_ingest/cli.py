@@ -151,6 +151,29 @@ def start(config_path: Path, master: str | None) -> None:
 
 @cli.command()
 @config_option
+@click.option("--principal", default=None,
+              help="the principal to grant [default: User:<the SASL login's username>]")
+def acls(config_path: Path, principal: str | None) -> None:
+    """Print every Kafka ACL the pipeline needs, as kafka-acls.sh commands: its topics
+    (sink topics of the tables it captures now, by database prefix or route), transactional
+    ids and consumer groups (all under its prefix). Connects to MySQL for the tables."""
+    from cdc_ingest.commands.acls import pipeline_acls, principal_of, render
+    from cdc_ingest.config import load_pipeline
+    from cdc_ingest.mysql import connection_settings
+    from cdc_ingest.verify.mysql import MySqlSide
+
+    defn = load_pipeline(config_path)
+    mysql = MySqlSide(connection_settings(defn.source), defn.source.connect_max_retries)
+    try:
+        tables = mysql.tables(defn.source.captures)
+    finally:
+        mysql.close()
+    click.echo(render(pipeline_acls(defn, tables), principal or principal_of(defn),
+                      defn.transactional_id_prefix), nl=False)
+
+
+@cli.command()
+@config_option
 @click.argument("topics", nargs=-1)
 @click.option("--from-beginning", is_flag=True, help="every message, not only new ones")
 @click.option("--transactions", is_flag=True,

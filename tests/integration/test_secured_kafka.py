@@ -1,8 +1,8 @@
 """A pipeline against Kafka as production runs it (tests/conftest.py ``secured_kafka``: TLS,
 SCRAM logins, client certificates, the StandardAuthorizer with no ACL meaning no access),
 configured the way a Flink user writes it: Java client settings only (``sasl.jaas.config``, a
-JKS trust store), no librdkafka spelling anywhere. The principal holds prefixed ACLs on the
-pipeline's names and its sink topics only.
+JKS trust store), no librdkafka spelling anywhere. The principal holds exactly the ACLs
+`cdc-ingest acls` prints for the pipeline: prefixed ones on its names and its sink topics.
 
 `start` snapshots and streams (capture and the sink's tasks through librdkafka, Spark's Kafka
 source through the Java client), `verify` and `status` read back through the same login, and
@@ -12,6 +12,7 @@ its own (mutual TLS, the certificate's CN the principal).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +26,25 @@ from tests.integration.pipeline_helpers import cli, sink_topic, start_command, s
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
 
-def _grants(name: str, db: str) -> list[tuple[str, str, str, str]]:
-    prefix = f"cdc-ingest.{name}."
-    return [("TOPIC", "PREFIXED", prefix, "ALL"), ("TOPIC", "PREFIXED", f"{db}.", "ALL"),
-            ("TRANSACTIONAL_ID", "PREFIXED", prefix, "ALL"),
-            ("GROUP", "PREFIXED", prefix, "ALL"),
-            ("CLUSTER", "LITERAL", "kafka-cluster", "IDEMPOTENT_WRITE")]
+_OPERATION = re.compile(r"--operation (\w+)")
+_RESOURCE = re.compile(r"--(topic|group|transactional-id) '([^']+)' --resource-pattern-type "
+                       r"(literal|prefixed)")
+
+
+def _grants(printed: str) -> list[tuple[str, str, str, str]]:
+    """The ACLs `cdc-ingest acls` printed as kafka-acls.sh commands, as the broker's admin
+    API takes them: (resource type, pattern type, name, operation)."""
+    out = []
+    for line in printed.splitlines():
+        if not line.startswith("kafka-acls.sh"):
+            continue
+        found = _RESOURCE.search(line)
+        assert found is not None, line
+        kind, name, pattern = found.groups()
+        for op in _OPERATION.findall(line):
+            out.append((kind.upper().replace("-", "_"), pattern.upper(), name,
+                        re.sub(r"(?<!^)(?=[A-Z])", "_", op).upper()))
+    return out
 
 
 def _pipeline(path: Path, mariadb: Any, db: str, name: str, kafka: dict[str, str]) -> Path:
@@ -53,7 +67,6 @@ def test_a_pipeline_with_java_client_settings_against_tls_scram_and_acls(
     db, name = fresh_db, "secured"
     broker = secured_kafka
     broker.add_scram_user("cdc", "cdc-scram-secret")
-    broker.allow("User:cdc", _grants(name, db))
     truststore = {"ssl.truststore.location": str(broker.tls / "truststore.jks"),
                   "ssl.truststore.password": TRUST_PASS}
     config = _pipeline(tmp_path / "p.yaml", mariadb, db, name, {
@@ -66,6 +79,12 @@ def test_a_pipeline_with_java_client_settings_against_tls_scram_and_acls(
         cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))")
         cur.executemany("INSERT INTO t VALUES (%s, %s)", [(i, f"v{i}") for i in range(1, 51)])
 
+    # exactly the ACLs `cdc-ingest acls` prints, for the principal it reads from the JAAS line
+    printed = cli("acls", "--config", str(config))
+    assert printed.returncode == 0, printed.stdout + printed.stderr
+    assert "--allow-principal 'User:cdc'" in printed.stdout
+    assert f"--topic '{db}.' --resource-pattern-type prefixed" in printed.stdout
+    broker.allow("User:cdc", _grants(printed.stdout))
     check = cli("validate", "--config", str(config))
     assert check.returncode == 0, check.stdout + check.stderr
     log = tmp_path / "start.log"
