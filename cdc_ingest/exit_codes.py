@@ -29,6 +29,7 @@ SCHEMA_CHANGE_STOPPED = 10
 TRANSIENT = 11
 NOT_CAUGHT_UP = 12
 CUTOVER_REFUSED = 13
+KAFKA_DENIED = 14
 INTERRUPTED = 130
 
 
@@ -85,6 +86,9 @@ TABLE: tuple[ExitCode, ...] = (
              "no `--last-write` was named), the last write named is not in the binlog, or "
              "MySQL changed a captured table after the final position while `cutover` "
              "checked", "`cutover`"),
+    ExitCode(KAFKA_DENIED, "KAFKA_DENIED", "Kafka's authorizer refused the principal a topic, "
+             "group or transactional id (the message names the ACL to grant; `cdc-ingest "
+             "acls` prints them all)", "every command that talks to Kafka (`start`: 9)"),
     ExitCode(INTERRUPTED, "INTERRUPTED", "Ctrl-C (SIGINT) stopped a command before it "
              "finished (`capture`, `sink`, `start`, `demo`, and `watch` once it follows its "
              "topics, stop cleanly with 0 instead)",

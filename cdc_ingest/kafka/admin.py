@@ -10,7 +10,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from cdc_ingest.kafka.errors import KafkaClientError
+from cdc_ingest.kafka.errors import KafkaClientError, is_denied
 from cdc_ingest.kafka.logs import with_logger
 from cdc_ingest.kafka.producer import TransactionalProducer
 
@@ -26,6 +26,9 @@ def unreachable(bootstrap: str, what: str, exc: KafkaException) -> KafkaClientEr
     """The error for a request no broker answered: where, why in Kafka's words, the fix."""
     err = exc.args[0] if exc.args else None
     why = err.str() if isinstance(err, KafkaError) else str(exc)
+    if is_denied(why) or (isinstance(err, KafkaError) and is_denied(err.name())):
+        return KafkaClientError(f"Kafka at {bootstrap} refused to {what}: {why} "
+                                f"({err.name() if isinstance(err, KafkaError) else ''})")
     return KafkaClientError(
         f"cannot reach Kafka at {bootstrap or '(no bootstrap.servers)'} to {what}: {why}. "
         "Fix: check that the brokers are up and reachable from this host, and "
@@ -52,6 +55,16 @@ class TopicAdmin:
         self._bootstrap = str(config.get("bootstrap.servers", ""))
         self._reached = False
 
+    def reach(self) -> None:
+        """Ask the cluster for its metadata (brokers, and the topics this principal may
+        see: no ACL is needed for the answer)."""
+        try:
+            wait = self._timeout if self._reached else min(self._timeout, self._first)
+            self._admin.list_topics(timeout=wait)
+        except KafkaException as exc:
+            raise unreachable(self._bootstrap, "read the cluster's metadata", exc) from exc
+        self._reached = True
+
     def partitions(self, topic: str) -> int | None:
         """Partition count of ``topic``, or None if it does not exist."""
         try:
@@ -61,6 +74,9 @@ class TopicAdmin:
             raise unreachable(self._bootstrap, f"describe topic {topic}", exc) from exc
         self._reached = True
         info = meta.topics.get(topic)
+        if info is not None and info.error is not None and is_denied(info.error.name()):
+            # it may well exist: the principal may not see it (not "missing: create it")
+            raise KafkaClientError(f"cannot describe topic {topic}: {info.error.name()}")
         if info is None or info.error is not None:
             return None
         return len(info.partitions)
@@ -141,8 +157,7 @@ class TopicAdmin:
 def transactions_usable(config: dict[str, Any], transactional_id: str) -> str | None:
     """None if the cluster answers and a transaction can be begun and aborted; else why not."""
     try:
-        TopicAdmin(config, timeout_s=10, first_contact_s=FIRST_CONTACT_S).partitions(
-            "__cdc_ingest_probe__")
+        TopicAdmin(config, timeout_s=10, first_contact_s=FIRST_CONTACT_S).reach()
         producer = TransactionalProducer(config, transactional_id, timeout_s=20)
         producer.init()
         producer.begin()

@@ -123,3 +123,21 @@ def test_a_pipeline_with_java_client_settings_against_tls_scram_and_acls(
     report = cli("verify", "--config", str(mtls))
     assert report.returncode == 0, report.stdout + report.stderr
     assert "equal" in report.stdout
+
+    # a principal without one of the ACLs: the refusal is named, with the ACL to grant
+    grants = _grants(printed.stdout)
+    for user, left_out, command, code, named in (
+            ("cdc-nogroup", "GROUP", "verify", 14, "Describe and Read on the pipeline's groups"),
+            ("cdc-notx", "TRANSACTIONAL_ID", "validate", 4,
+             "Describe and Write on the pipeline's transactional ids")):
+        broker.add_scram_user(user, "other-secret")
+        broker.allow(f"User:{user}", [g for g in grants if g[0] != left_out])
+        denied = _pipeline(tmp_path / f"{user}.yaml", mariadb, db, name, {
+            "bootstrap.servers": broker.sasl_bootstrap, "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-512", **truststore,
+            "sasl.jaas.config": f'{SCRAM} required username="{user}" password="other-secret";'})
+        done = cli(command, "--config", str(denied))
+        said = done.stdout + done.stderr
+        assert done.returncode == code, said
+        assert named in said and "cdc-ingest acls --config" in said, said
+        assert "other-secret" not in said
