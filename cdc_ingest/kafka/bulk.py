@@ -19,7 +19,10 @@ def read_records(config: dict[str, Any], topic: str, timeout_s: float = 30.0,
     """Every committed record of ``topic`` from the beginning to each partition's last stable
     offset when reading starts (as :func:`~cdc_ingest.kafka.consumer.read_topic`), up to
     ``batch`` at a time."""
-    consumer = _consumer(config, "read_committed")
+    # librdkafka stops fetching for fetch.queue.backoff.ms (1 s by default) whenever its
+    # queue is full, which a reader taking thousands of messages a call keeps hitting: 1M
+    # messages read in 5.2 s with it, 0.9 s without (the queue's size bounds memory still)
+    consumer = _consumer({**config, "fetch.queue.backoff.ms": 0}, "read_committed")
     try:
         pending = partition_ends(consumer, consumer, topic, {}, timeout_s)
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in pending])
