@@ -2,16 +2,18 @@
 
 Three steps, the first two at once on two processes:
 
-1. a process of its own folds the topic into a store on disk (verify/loader.py);
+1. a process of its own spills the topic's messages (canonical key, value) to hash buckets
+   on disk (verify/loader.py, verify/buckets.py);
 2. meanwhile the table is read in one read view, each row written as its expected key and
    value bytes (verify/rowbytes.py: exactly ``dumps`` of what the ordinary comparison expects)
-   into a second SQLite file;
-3. SQLite joins the two: a key whose topic value is the same bytes is equal (equal bytes
-   parse to the expected row, which ``same`` accepts under every rule), and leaves the store.
-   Every other key of the table (a value spelled otherwise, a missing key, a duplicate key) is
-   read again by key in the same read view and goes through the ordinary comparison
-   (verify/diff.py) with its topic value, with all its rules (added and dropped columns,
-   numbers, floats, ...); what the store still holds then is the extra keys.
+   into buckets of the same count;
+3. the two are joined bucket by bucket (:func:`~cdc_ingest.verify.buckets.join`): a key whose
+   last topic value is the same bytes is equal (equal bytes parse to the expected row, which
+   ``same`` accepts under every rule). Every other key of the table (a value spelled
+   otherwise, a missing key, a duplicate key) is read again by key in the same read view and
+   goes through the ordinary comparison (verify/diff.py) with its topic value, with all its
+   rules (added and dropped columns, numbers, floats, ...); the topic's keys not shown equal
+   are put in the ordinary comparison's store, and what it still holds then is the extra keys.
 
 So a row is never called equal by the fast path that the ordinary comparison would call
 different, and a row it cannot show equal is judged as before. Only where the keys read back
@@ -21,7 +23,6 @@ by value exactly (integer and text key columns, not NULL); other tables take the
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -29,13 +30,14 @@ from typing import Any
 
 from cdc_ingest.errors import SourceError
 from cdc_ingest.kafka import TopicAdmin
+from cdc_ingest.verify.buckets import Spill, bucket_count, join
 from cdc_ingest.verify.convert import INTEGERS
 from cdc_ingest.verify.diff import Item, Suspect, TopicCheck, TopicResult
 from cdc_ingest.verify.expect import Expectation
 from cdc_ingest.verify.loader import Loading
 from cdc_ingest.verify.mysql import MySqlSide, TableShape
 from cdc_ingest.verify.rowbytes import RowBytes
-from cdc_ingest.verify.store import DiskValues, open_db
+from cdc_ingest.verify.store import BATCH, DiskValues
 from cdc_ingest.verify.values import parse
 
 log = logging.getLogger(__name__)
@@ -76,26 +78,6 @@ def fast_expectation(kafka: dict[str, Any], topic: str, shapes: list[TableShape]
         return None  # the ordinary path says why
 
 
-class _Expected:
-    """The rows' expected (key, value) bytes in an SQLite file (``expected``); a key two rows
-    share gets value NULL (compared row by row)."""
-
-    def __init__(self, folder: str) -> None:
-        self.path = os.path.join(folder, "expected.db")
-        self._db = open_db(self.path)
-        self._db.execute("CREATE TABLE expected (k BLOB PRIMARY KEY, v BLOB) WITHOUT ROWID")
-
-    def add(self, rows: list[tuple[bytes, bytes]]) -> None:
-        db = self._db
-        db.execute("BEGIN")
-        db.executemany("INSERT INTO expected VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET "
-                       "v = NULL", rows)
-        db.execute("COMMIT")
-
-    def close(self) -> None:
-        self._db.close()
-
-
 def _again(mysql: MySqlSide, expect: Expectation, keys: list[bytes]) -> tuple[list[Item], int]:
     """The rows of ``keys`` read again (same read view) as items; how many keys were found."""
     shape = expect.shape
@@ -119,35 +101,46 @@ def check_fast(
     :attr:`TopicCheck.suspects`) and the partition ends the topic was read to."""
     shape = expect.shape
     folder = tempfile.mkdtemp(prefix="cdc-ingest-verify-")
-    loading = Loading(kafka, topic, folder, topic_rate)
+    count = bucket_count(mysql.estimated_rows(shape))
+    loading = Loading(kafka, topic, Spill(folder, "topic", count), topic_rate)
     try:
         with mysql.snapshot():
-            expected = _Expected(folder)
+            expected = Spill(folder, "table", count)
+            with mysql.raw(shape) as raw:
+                build = RowBytes(shape, raw, tinyint1_as_boolean, except_key)
+                for packets in raw.packets(ROWS_PER_BATCH):
+                    expected.add(*build.batch(packets))
+                    if pace is not None:
+                        pace(len(packets))
+            expected.close()
+            messages, ends = loading.spill()
+            latest = DiskValues(folder)
+            latest.ends.update(ends)
+            unmatched = Spill(folder, "unmatched", 1)
             try:
-                with mysql.raw(shape) as raw:
-                    build = RowBytes(shape, raw, tinyint1_as_boolean, except_key)
-                    for packets in raw.packets(ROWS_PER_BATCH):
-                        expected.add([build(p) for p in packets])
-                        if pace is not None:
-                            pace(len(packets))
-            finally:
-                expected.close()
-            latest = loading.store()
-            check = new_check(latest)
+                equal = join(expected, messages,
+                             lambda keys: unmatched.add(keys, [b""] * len(keys)), latest.put)
+                unmatched.close()
+            except BaseException:
+                latest.close()
+                raise
+            check = new_check(latest)  # the topic's keys not shown equal
             try:
-                equal = latest.match(expected.path)
+                check.result.topic_keys += equal
                 check.result.rows[shape.name] += equal
                 log.debug("%s: %d rows equal as bytes", shape.name, equal)
-                for keys in latest.unmatched():
-                    items, found = _again(mysql, expect, keys)
-                    check.rows(shape.name, shape.key, items)
-                    if found != len(keys):
-                        check.problem(f"{shape.name}: {len(keys) - found} row(s) read in the "
-                                      "table's scan were not found again by key")
+                for chunk, _ in unmatched.read(0):
+                    for at in range(0, len(chunk), BATCH):
+                        keys = chunk[at:at + BATCH]
+                        items, found = _again(mysql, expect, keys)
+                        check.rows(shape.name, shape.key, items)
+                        if found != len(keys):
+                            check.problem(f"{shape.name}: {len(keys) - found} row(s) read in "
+                                          "the table's scan were not found again by key")
                 result = check.finish()
             finally:
                 check.close()
-        return result, check.suspects, latest.ends
+        return result, check.suspects, ends
     finally:
         loading.stop()
         shutil.rmtree(folder, ignore_errors=True)
