@@ -11,6 +11,7 @@ same bytes field by field. The JSON string writer is verify's own copy (not capt
 checks capture), held to orjson by the tests.
 """
 
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
@@ -341,3 +342,208 @@ cdef class PacketBytes:
             keys.append(self._object(self.keyix, self.nkey))
             values.append(self._object(self.valix, self.nval))
         return keys, values
+
+
+# -- buckets (verify/buckets.py): CRC-32 as zlib.crc32, records in and out ----------------
+
+cdef unsigned int _CRC[256]
+
+
+cdef void _crc_table() noexcept:
+    cdef unsigned int c, i, k
+    for i in range(256):
+        c = i
+        for k in range(8):
+            c = (c >> 1) ^ 0xEDB88320u if c & 1 else c >> 1
+        _CRC[i] = c
+
+
+_crc_table()
+
+
+cdef inline unsigned int _crc32(const unsigned char *s, Py_ssize_t n, unsigned int seed) noexcept:
+    """zlib.crc32(s, seed)"""
+    cdef unsigned int c = seed ^ 0xFFFFFFFFu
+    cdef Py_ssize_t i
+    for i in range(n):
+        c = _CRC[(c ^ s[i]) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFFu
+
+
+def crc32(bytes data, unsigned int seed=0):
+    """zlib.crc32 (the tests hold the two equal)."""
+    return _crc32(<const unsigned char *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), seed)
+
+
+cdef inline void _put32(char *o, long long v) noexcept:
+    o[0] = <char>(v & 0xFF)
+    o[1] = <char>((v >> 8) & 0xFF)
+    o[2] = <char>((v >> 16) & 0xFF)
+    o[3] = <char>((v >> 24) & 0xFF)
+
+
+def spread(list keys, list values, list buffers, unsigned int seed):
+    """Each pair appended to ``buffers[crc32(key, seed) % len(buffers)]`` (bytearrays, a
+    power of two of them) as a record: key size (u32), value size (i32, -1: None), key,
+    value."""
+    cdef Py_ssize_t i, kn, vn, old, mask = len(buffers) - 1
+    cdef bytes key
+    cdef object value
+    cdef bytearray buf
+    cdef char *o
+    if len(keys) != len(values):
+        raise ValueError("keys and values differ in number")
+    for i in range(len(keys)):
+        key = keys[i]
+        value = values[i]
+        kn = PyBytes_GET_SIZE(key)
+        vn = -1 if value is None else PyBytes_GET_SIZE(<bytes>value)
+        buf = buffers[_crc32(<const unsigned char *>PyBytes_AS_STRING(key), kn, seed) & mask]
+        old = len(buf)
+        PyByteArray_Resize(buf, old + 8 + kn + (vn if vn > 0 else 0))
+        o = PyByteArray_AS_STRING(buf) + old
+        _put32(o, kn)
+        _put32(o + 4, vn)
+        memcpy(o + 8, PyBytes_AS_STRING(key), kn)
+        if vn > 0:
+            memcpy(o + 8 + kn, PyBytes_AS_STRING(<bytes>value), vn)
+
+
+cdef inline long long _get32(const unsigned char *s) noexcept:
+    return <long long>(s[0] | (s[1] << 8) | (s[2] << 16) | (<unsigned int>s[3] << 24))
+
+
+def records(bytes data):
+    """The (keys, values) of :func:`spread`'s records in ``data``."""
+    cdef list keys = [], values = []
+    cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(data)
+    cdef Py_ssize_t at = 0, n = PyBytes_GET_SIZE(data)
+    cdef long long kn, vn
+    while at < n:
+        if at + 8 > n:
+            raise ValueError("a record is cut short")
+        kn = _get32(s + at)
+        vn = _get32(s + at + 4)
+        if vn >= 0x80000000:
+            vn -= 0x100000000
+        at += 8
+        if at + kn + (vn if vn > 0 else 0) > n:
+            raise ValueError("a record is cut short")
+        keys.append(PyBytes_FromStringAndSize(<const char *>s + at, kn))
+        at += kn
+        if vn < 0:
+            values.append(None)
+        else:
+            values.append(PyBytes_FromStringAndSize(<const char *>s + at, vn))
+            at += vn
+    return keys, values
+
+
+# -- the row packets of a result set, framed from the socket's bytes ----------------------
+
+DEF MAX_PACKET = 0xFFFFFF
+
+
+cdef class PacketFramer:
+    """Cuts the socket's bytes after a SELECT's column definitions into row packets'
+    payloads (:attr:`rows`, taken by :meth:`take`) until the result set's EOF or error
+    packet (:attr:`last`), checking the sequence numbers from ``seq`` as PyMySQL does; a
+    payload of 16 MiB or more (packets of 0xFFFFFF bytes, then a shorter one) is joined."""
+
+    cdef public int seq
+    cdef public object last
+    cdef list rows
+    cdef list pieces
+    cdef Py_ssize_t have, need
+
+    def __cinit__(self, int seq):
+        self.seq = seq
+        self.last = None
+        self.rows = []
+        self.pieces = None
+
+    def take(self):
+        """The payloads framed so far (and forget them)."""
+        rows, self.rows = self.rows, []
+        return rows
+
+    cdef int _expect(self, int seq) except -1:
+        if seq != self.seq:
+            raise PacketError(f"packet sequence number wrong - got {seq} expected {self.seq}")
+        self.seq = (self.seq + 1) % 256
+        return 0
+
+    cdef int _payload(self, bytes payload) except -1:
+        """0: a row; 1: the result set's end (EOF); 2: an error (ERR)."""
+        cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(payload)
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(payload)
+        if n > 0 and p[0] == 0xFF:
+            self.last = payload
+            return 2
+        if n > 0 and p[0] == 0xFE and n < 9:
+            self.last = payload
+            return 1
+        self.rows.append(payload)
+        return 0
+
+    def feed(self, bytes data):
+        """Frame the complete packets of what came so far (``data``: the next bytes from
+        the socket); 0: more to come, 1: the end, 2: the server sent an error (``last``)."""
+        cdef bytes buf
+        cdef const unsigned char *p
+        cdef Py_ssize_t n, at = 0, length, scan, want = 0
+        cdef int state = 0
+        cdef list parts
+        if self.pieces is not None:
+            self.pieces.append(data)
+            self.have += PyBytes_GET_SIZE(data)
+            if self.have < self.need:
+                return 0
+            buf = b"".join(self.pieces)
+            self.pieces = None
+        else:
+            buf = data
+        p = <const unsigned char *>PyBytes_AS_STRING(buf)
+        n = PyBytes_GET_SIZE(buf)
+        while state == 0 and at < n:
+            if n - at < 4:
+                want = at + 4
+                break
+            length = p[at] | (p[at + 1] << 8) | (p[at + 2] << 16)
+            if length < MAX_PACKET:
+                if n - at - 4 < length:
+                    want = at + 4 + length
+                    break
+                self._expect(p[at + 3])
+                state = self._payload(PyBytes_FromStringAndSize(<const char *>p + at + 4,
+                                                                length))
+                at += 4 + length
+                continue
+            scan = at
+            while True:
+                if n - scan < 4:
+                    want = scan + 4
+                    break
+                length = p[scan] | (p[scan + 1] << 8) | (p[scan + 2] << 16)
+                if n - scan - 4 < length:
+                    want = scan + 4 + length
+                    break
+                scan += 4 + length
+                if length < MAX_PACKET:
+                    break
+            if want:
+                break
+            parts = []
+            while at < scan:
+                length = p[at] | (p[at + 1] << 8) | (p[at + 2] << 16)
+                self._expect(p[at + 3])
+                parts.append(PyBytes_FromStringAndSize(<const char *>p + at + 4, length))
+                at += 4 + length
+            state = self._payload(b"".join(parts))
+        if at < n:
+            if state != 0:
+                raise PacketError(f"{n - at} bytes came after the result set's last packet")
+            self.pieces = [buf[at:]]
+            self.have = n - at
+            self.need = want - at
+        return state

@@ -24,16 +24,20 @@ from __future__ import annotations
 import os
 import struct
 import zlib
-from array import array
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from itertools import accumulate, pairwise
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+try:
+    from cdc_ingest.verify import _rowbytes  # type: ignore[attr-defined]
+except ImportError:  # built without a C compiler or Cython
+    _rowbytes = None
 
 FLUSH_BYTES = 1 << 18  # a bucket's pending bytes written out past this
 MAX_BUCKET_BYTES = 96 << 20  # a bucket (both sides' files) joined in memory at most this big
 SPLIT = 8  # the sub-buckets of a bucket too big
 ROWS_PER_BUCKET = 100_000
-_HEAD = struct.Struct("<IQ")  # pairs in a chunk, its bytes after this
+_HEAD = struct.Struct("<Q")  # a chunk's size: its records follow
+_RECORD = struct.Struct("<Ii")  # key size, value size (-1: None)
 
 Value = bytes | None
 
@@ -51,40 +55,27 @@ class Spill:
 
     def __init__(self, folder: str, name: str, count: int, seed: int = 0) -> None:
         self.folder, self.name, self.count, self._seed = folder, name, count, seed
-        self._keys: list[list[bytes]] = [[] for _ in range(count)]
-        self._values: list[list[Value]] = [[] for _ in range(count)]
-        self._bytes = [0] * count
+        self._pending = [bytearray() for _ in range(count)]
         self.pairs = 0
 
     def path(self, bucket: int) -> str:
         return os.path.join(self.folder, f"{self.name}.{bucket}")
 
     def add(self, keys: Sequence[bytes], values: Sequence[Value]) -> None:
-        """Pairs in order (``values[i]`` None: a tombstone)."""
+        """Pairs in order (``values[i]`` None: a tombstone), two lists."""
         self.pairs += len(keys)
-        if self.count == 1:
-            self._keys[0] += keys
-            self._values[0] += values
-            self._bytes[0] += sum(map(len, keys)) + sum(len(v) for v in values if v is not None)
-        else:
-            crc, mask, seed = zlib.crc32, self.count - 1, self._seed
-            ks, vs, sizes = self._keys, self._values, self._bytes
-            for key, value in zip(keys, values, strict=True):
-                i = crc(key, seed) & mask
-                ks[i].append(key)
-                vs[i].append(value)
-                sizes[i] += len(key) + (0 if value is None else len(value))
-        for i, size in enumerate(self._bytes):
-            if size >= FLUSH_BYTES:
+        _spread(keys, values, self._pending, self._seed)
+        for i, pending in enumerate(self._pending):
+            if len(pending) >= FLUSH_BYTES:
                 self._flush(i)
 
     def _flush(self, bucket: int) -> None:
-        keys, values = self._keys[bucket], self._values[bucket]
-        if not keys:
-            return
-        with open(self.path(bucket), "ab") as out:
-            out.write(_frame(keys, values))
-        self._keys[bucket], self._values[bucket], self._bytes[bucket] = [], [], 0
+        pending = self._pending[bucket]
+        if pending:
+            with open(self.path(bucket), "ab") as out:
+                out.write(_HEAD.pack(len(pending)))
+                out.write(pending)
+            self._pending[bucket] = bytearray()
 
     def close(self) -> None:
         """Write out what is pending."""
@@ -98,47 +89,52 @@ class Spill:
             return
         with open(path, "rb") as src:
             while head := src.read(_HEAD.size):
-                count, size = _HEAD.unpack(head)
-                yield _unframe(count, src.read(size))
+                yield _records(src.read(_HEAD.unpack(head)[0]))
 
     def size(self, bucket: int) -> int:
         path = self.path(bucket)
         return os.path.getsize(path) if os.path.exists(path) else 0
 
 
-def _frame(keys: Sequence[bytes], values: Sequence[Value]) -> bytes:
-    """``n`` and the size of what follows; n key sizes, n value sizes (-1: None), the keys,
-    the values."""
-    try:
-        value_sizes = array("i", map(len, values))  # type: ignore[arg-type]
-        present = values
-    except TypeError:  # a tombstone among them
-        value_sizes = array("i", [-1 if v is None else len(v) for v in values])
-        present = [v for v in values if v is not None]
-    body = b"".join([array("i", map(len, keys)).tobytes(), value_sizes.tobytes(), *keys,
-                     *present])  # type: ignore[list-item]
-    return _HEAD.pack(len(keys), len(body)) + body
+def spread(keys: Sequence[bytes], values: Sequence[Value], buffers: list[bytearray],
+           seed: int) -> None:
+    """Each pair appended to ``buffers[crc32(key, seed) % len(buffers)]`` as a record: key
+    size (u32), value size (i32, -1: None), key, value (``_rowbytes.spread`` compiled)."""
+    if len(keys) != len(values):
+        raise ValueError("keys and values differ in number")
+    mask, crc, pack = len(buffers) - 1, zlib.crc32, _RECORD.pack
+    for key, value in zip(keys, values, strict=True):
+        out = buffers[crc(key, seed) & mask]
+        out += pack(len(key), -1 if value is None else len(value))
+        out += key
+        if value is not None:
+            out += value
 
 
-def _unframe(n: int, data: bytes) -> tuple[list[bytes], list[Value]]:
-    key_sizes, value_sizes = array("i"), array("i")
-    key_sizes.frombytes(data[:4 * n])
-    value_sizes.frombytes(data[4 * n:8 * n])
-    ends = list(accumulate(key_sizes, initial=8 * n))
-    keys = [data[a:b] for a, b in pairwise(ends)]
-    if not value_sizes or min(value_sizes) >= 0:
-        ends = list(accumulate(value_sizes, initial=ends[-1]))
-        return keys, [data[a:b] for a, b in pairwise(ends)]
+def records(data: bytes) -> tuple[list[bytes], list[Value]]:
+    """The (keys, values) of :func:`spread`'s records in ``data``."""
+    keys: list[bytes] = []
     values: list[Value] = []
-    append = values.append
-    at = ends[-1]
-    for size in value_sizes:
-        if size < 0:
-            append(None)
+    at = 0
+    while at < len(data):
+        if at + _RECORD.size > len(data):
+            raise ValueError("a record is cut short")
+        key_size, value_size = _RECORD.unpack_from(data, at)
+        at += _RECORD.size
+        if at + key_size + max(value_size, 0) > len(data):
+            raise ValueError("a record is cut short")
+        keys.append(data[at:at + key_size])
+        at += key_size
+        if value_size < 0:
+            values.append(None)
         else:
-            append(data[at:at + size])
-            at += size
+            values.append(data[at:at + value_size])
+            at += value_size
     return keys, values
+
+
+_spread = spread if _rowbytes is None else _rowbytes.spread
+_records = records if _rowbytes is None else _rowbytes.records
 
 
 def _split(spill: Spill, bucket: int, level: int) -> Spill:
@@ -150,15 +146,15 @@ def _split(spill: Spill, bucket: int, level: int) -> Spill:
     return parts
 
 
-def _groups(table: Spill, topic: Spill, level: int = 1
+def _groups(table: Spill, topic: Spill, buckets: Iterable[int], level: int = 1
             ) -> Iterator[tuple[Spill, Spill, int]]:
     """(table spill, topic spill, bucket) pairs each small enough to join in memory."""
-    for bucket in range(table.count):
+    for bucket in buckets:
         if table.size(bucket) + topic.size(bucket) <= MAX_BUCKET_BYTES or level > 8:
             yield table, topic, bucket
             continue
         parts = _split(table, bucket, level), _split(topic, bucket, level)
-        yield from _groups(*parts, level + 1)
+        yield from _groups(*parts, range(SPLIT), level + 1)
         for part in parts:
             for i in range(SPLIT):
                 if os.path.exists(part.path(i)):
@@ -181,15 +177,17 @@ def _fold(topic: Spill, bucket: int) -> dict[bytes, bytes]:
 
 
 def join(table: Spill, topic: Spill, unmatched: Callable[[list[bytes]], None],
-         leftover: Callable[[bytes, bytes], None]) -> int:
+         leftover: Callable[[bytes, bytes], None], buckets: Iterable[int] | None = None
+         ) -> int:
     """Compare ``table`` (a table's expected pairs) with ``topic`` (its messages), bucket by
-    bucket (the same count on both sides); how many keys are equal as bytes. The table keys
-    not shown equal go to ``unmatched`` (each once), the live topic pairs not shown equal to
-    ``leftover``."""
+    bucket (the same count on both sides; ``buckets``: only these); how many keys are equal
+    as bytes. The table keys not shown equal go to ``unmatched`` (each once), the live topic
+    pairs not shown equal to ``leftover``."""
     if table.count != topic.count:
         raise ValueError(f"bucket counts differ: {table.count} and {topic.count}")
     equal = 0
-    for mine_spill, topic_spill, bucket in _groups(table, topic):
+    for mine_spill, topic_spill, bucket in _groups(
+            table, topic, range(table.count) if buckets is None else buckets):
         latest = _fold(topic_spill, bucket)
         keys: list[bytes] = []
         values: list[Value] = []
@@ -197,15 +195,17 @@ def join(table: Spill, topic: Spill, unmatched: Callable[[list[bytes]], None],
             keys += chunk_keys
             values += chunk_values
         mine = dict(zip(keys, values, strict=True))
-        shared = (frozenset(k for k, n in Counter(keys).items() if n > 1)
-                  if len(mine) != len(keys) else frozenset())
         get = latest.get
-        same = {k for k, v in mine.items() if get(k) == v and k not in shared}
+        if len(mine) == len(keys):
+            same = {k for k, v in mine.items() if get(k) == v}
+        else:  # keys two rows share are compared row by row
+            shared = {k for k, n in Counter(keys).items() if n > 1}
+            same = {k for k, v in mine.items() if get(k) == v and k not in shared}
         equal += len(same)
-        odd = [k for k in mine if k not in same]
-        if odd:
-            unmatched(odd)
-        for key, value in latest.items():
-            if key not in same:
-                leftover(key, value)
+        if len(same) < len(mine):
+            unmatched([k for k in mine if k not in same])
+        if len(same) < len(latest):
+            for key, value in latest.items():
+                if key not in same:
+                    leftover(key, value)
     return equal

@@ -30,13 +30,14 @@ from typing import Any
 
 from cdc_ingest.errors import SourceError
 from cdc_ingest.kafka import TopicAdmin
+from cdc_ingest.mysql.raw_rows import RawRows
 from cdc_ingest.verify.buckets import Spill, bucket_count, join
 from cdc_ingest.verify.convert import INTEGERS
 from cdc_ingest.verify.diff import Item, Suspect, TopicCheck, TopicResult
 from cdc_ingest.verify.expect import Expectation
 from cdc_ingest.verify.loader import Loading
 from cdc_ingest.verify.mysql import MySqlSide, TableShape
-from cdc_ingest.verify.rowbytes import RowBytes
+from cdc_ingest.verify.rowbytes import RowBytes, RowStream, compiled
 from cdc_ingest.verify.store import BATCH, DiskValues
 from cdc_ingest.verify.values import parse
 
@@ -78,6 +79,50 @@ def fast_expectation(kafka: dict[str, Any], topic: str, shapes: list[TableShape]
         return None  # the ordinary path says why
 
 
+def _read_table(mysql: MySqlSide, shape: TableShape, expected: Spill, boolean: bool,
+                except_key: bool, pace: Callable[[int], None] | None) -> None:
+    """Every row of the table as its expected (key, value) bytes into ``expected``: its
+    packets framed in C from the socket's bytes where the compiled writer is built, else
+    read by PyMySQL's packet reader."""
+
+    def add(keys: list[bytes], values: list[bytes]) -> None:
+        expected.add(keys, values)
+        if pace is not None:
+            pace(len(keys))
+
+    if compiled() and mysql.streams():
+        mysql.stream(shape, lambda decoders, seq: RowStream(
+            seq, RowBytes(shape, RawRows.of(decoders), boolean, except_key), add))
+        return
+    with mysql.raw(shape) as raw:
+        build = RowBytes(shape, raw, boolean, except_key)
+        for packets in raw.packets(ROWS_PER_BATCH):
+            add(*build.batch(packets))
+
+
+def _join(loading: Loading, table: Spill, topic: Spill, latest: DiskValues
+          ) -> tuple[Spill, int]:
+    """:func:`~cdc_ingest.verify.buckets.join` of the two sides, the odd buckets in the topic's
+    process meanwhile: the table keys not shown equal (a spill of one bucket) and how many
+    keys were equal; the topic pairs not shown equal are put in ``latest``."""
+    loading.join(table, list(range(1, table.count, 2)))
+    unmatched = Spill(table.folder, "unmatched", 1)
+
+    def odd(keys: list[bytes]) -> None:
+        unmatched.add(keys, [b""] * len(keys))
+
+    equal = join(table, topic, odd, latest.put, range(0, table.count, 2))
+    theirs, spills = loading.joined()
+    if spills is not None:
+        for keys, _ in spills[0].read(0):
+            odd(keys)
+        for keys, values in spills[1].read(0):
+            for key, value in zip(keys, values, strict=True):
+                latest.put(key, value)
+    unmatched.close()
+    return unmatched, equal + theirs
+
+
 def _again(mysql: MySqlSide, expect: Expectation, keys: list[bytes]) -> tuple[list[Item], int]:
     """The rows of ``keys`` read again (same read view) as items; how many keys were found."""
     shape = expect.shape
@@ -106,21 +151,13 @@ def check_fast(
     try:
         with mysql.snapshot():
             expected = Spill(folder, "table", count)
-            with mysql.raw(shape) as raw:
-                build = RowBytes(shape, raw, tinyint1_as_boolean, except_key)
-                for packets in raw.packets(ROWS_PER_BATCH):
-                    expected.add(*build.batch(packets))
-                    if pace is not None:
-                        pace(len(packets))
+            _read_table(mysql, shape, expected, tinyint1_as_boolean, except_key, pace)
             expected.close()
             messages, ends = loading.spill()
             latest = DiskValues(folder)
             latest.ends.update(ends)
-            unmatched = Spill(folder, "unmatched", 1)
             try:
-                equal = join(expected, messages,
-                             lambda keys: unmatched.add(keys, [b""] * len(keys)), latest.put)
-                unmatched.close()
+                unmatched, equal = _join(loading, expected, messages, latest)
             except BaseException:
                 latest.close()
                 raise

@@ -16,7 +16,7 @@ from typing import Any
 
 from cdc_ingest.errors import CdcIngestError
 from cdc_ingest.kafka.bulk import read_records
-from cdc_ingest.verify.buckets import Spill
+from cdc_ingest.verify.buckets import Spill, join
 from cdc_ingest.verify.topics import canonical_key
 
 
@@ -39,11 +39,31 @@ def load(kafka: dict[str, Any], topic: str, spill: Spill, rate: float | None = N
     return ends
 
 
+def _join_half(out: Connection, topic_spill: Spill) -> None:
+    """Join the buckets the parent asks for (None: none) and send back how many keys were
+    equal, and the unmatched keys and leftover pairs as spills of one bucket."""
+    try:
+        request = out.recv()
+    except EOFError:
+        return
+    if request is None:
+        return
+    table, buckets = request
+    unmatched = Spill(table.folder, "unmatched-loader", 1)
+    leftover = Spill(table.folder, "leftover-loader", 1)
+    equal = join(table, topic_spill, lambda keys: unmatched.add(keys, [b""] * len(keys)),
+                 lambda key, value: leftover.add([key], [value]), buckets)
+    unmatched.close()
+    leftover.close()
+    out.send(("joined", equal, (unmatched, leftover)))
+
+
 def _run(kafka: dict[str, Any], topic: str, spill: Spill, out: Connection,
          rate: float | None) -> None:
     try:
         ends = load(kafka, topic, spill, rate)
         out.send(("done", ends, spill))
+        _join_half(out, spill)
     except BaseException as exc:  # noqa: BLE001 - handed to the parent, which raises it
         try:
             out.send(("failed", exc, None))
@@ -54,33 +74,54 @@ def _run(kafka: dict[str, Any], topic: str, spill: Spill, out: Connection,
 
 
 class Loading:
-    """The loading process of one topic."""
+    """The loading process of one topic: it reads the topic, then joins the buckets it is
+    given while the caller joins the others (two CPUs for the join)."""
 
     def __init__(self, kafka: dict[str, Any], topic: str, spill: Spill,
                  rate: float | None = None) -> None:
         """``spill``: an empty spill to write (its folder the caller deletes); ``rate``:
         records a second at most (None: as fast as it goes)."""
         context = multiprocessing.get_context("spawn")
-        self._pipe, theirs = context.Pipe(duplex=False)
+        self._pipe, theirs = context.Pipe(duplex=True)
         self._process = context.Process(target=_run, args=(kafka, topic, spill, theirs, rate),
                                         name=f"verify-load-{topic}", daemon=True)
         self._process.start()
         theirs.close()
+        self._asked = False
 
-    def spill(self) -> tuple[Spill, dict[int, int]]:
-        """Wait for the process; the spill it wrote and each partition's end."""
+    def _receive(self) -> tuple[str, Any, Any]:
         try:
-            outcome, detail, spill = self._pipe.recv()
+            outcome, detail, more = self._pipe.recv()
         except EOFError:
             self._process.join(5)
             raise CdcIngestError("verify's topic reader exited without a result (exit "
                                  f"{self._process.exitcode})") from None
+        if outcome == "failed":
+            raise detail
+        return outcome, detail, more
+
+    def spill(self) -> tuple[Spill, dict[int, int]]:
+        """Wait for the topic to be read; the spill written and each partition's end."""
+        _, ends, spill = self._receive()
+        return spill, ends
+
+    def join(self, table: Spill, buckets: list[int]) -> None:
+        """Have the process join ``buckets`` of ``table`` with the topic's (none: let it
+        end); :meth:`joined` gives the outcome."""
+        self._asked = bool(buckets)
+        self._pipe.send((table, buckets) if buckets else None)
+
+    def joined(self) -> tuple[int, tuple[Spill, Spill] | None]:
+        """How many keys the process found equal, and its unmatched keys and leftover pairs
+        (None: it was given no buckets)."""
+        try:
+            if not self._asked:
+                return 0, None
+            _, equal, spills = self._receive()
         finally:
             self._pipe.close()
             self._process.join()
-        if outcome != "done":
-            raise detail
-        return spill, detail
+        return equal, spills
 
     def stop(self) -> None:
         """End the process if it still runs (the check failed before it was needed)."""

@@ -164,3 +164,31 @@ class RowBytes:
         key = b"{" + b",".join([label + texts[i] for i, label in self._key]) + b"}"
         value = b"{" + b",".join([labels[i] + texts[i] for i in self._value]) + b"}"
         return key, value
+
+
+class RowStream:
+    """A :class:`~cdc_ingest.mysql.packets.PacketParser` for a SELECT of the table: the
+    socket's bytes framed into row packets in C (``_rowbytes.PacketFramer``), written by
+    ``build`` and handed to ``sink`` as (keys, values), a socket read at a time."""
+
+    def __init__(self, seq: int, build: RowBytes,
+                 sink: Callable[[list[bytes], list[bytes]], None]) -> None:
+        if _rowbytes is None:
+            raise RuntimeError("the compiled writer is not built")
+        self._framer = _rowbytes.PacketFramer(seq)
+        self._build, self._sink = build, sink
+        self.seq = seq  # the next packet's sequence number
+        self.last: bytes | None = None  # the EOF or ERR packet that ended the result set
+
+    def feed(self, data: bytes, /) -> int:
+        state = int(self._framer.feed(data))
+        self.seq, self.last = self._framer.seq, self._framer.last
+        rows = self._framer.take()
+        if rows:
+            self._sink(*self._build.batch(rows))
+        return state
+
+
+def compiled() -> bool:
+    """Whether the compiled writer was built."""
+    return _rowbytes is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import zlib
 from collections import Counter
 
 import pytest
@@ -58,7 +59,11 @@ def test_equal_differing_missing_extra_tombstone_and_shared_keys(tmp_path) -> No
 
 
 @pytest.mark.parametrize("count", [1, 2, 16])
-def test_random_against_model(tmp_path, count: int) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("python", [False, True])
+def test_random_against_model(tmp_path, monkeypatch, count: int, python: bool) -> None:  # type: ignore[no-untyped-def]
+    if python:  # the Python records, as without the compiled module
+        monkeypatch.setattr(buckets, "_spread", buckets.spread)
+        monkeypatch.setattr(buckets, "_records", buckets.records)
     rng = random.Random(count)
     keys = [b'{"id":%d}' % i for i in range(300)]
     table = [(k, b"v%d" % rng.randrange(3)) for k in rng.sample(keys, 200)]
@@ -104,3 +109,42 @@ def test_bucket_count_and_mismatched_counts(tmp_path) -> None:  # type: ignore[n
     with pytest.raises(ValueError):
         join(Spill(str(tmp_path), "a", 1), Spill(str(tmp_path), "b", 2),
              lambda keys: None, lambda k, v: None)
+
+
+@pytest.mark.skipif(buckets._rowbytes is None, reason="the compiled writer is not built")
+def test_the_compiled_records_are_the_python_ones() -> None:
+    rng = random.Random(3)
+    compiled = buckets._rowbytes
+    for _ in range(200):
+        data = bytes(rng.randrange(256) for _ in range(rng.randrange(40)))
+        seed = rng.randrange(1 << 32)
+        assert compiled.crc32(data, seed) == zlib.crc32(data, seed)
+    keys = [bytes(rng.randrange(256) for _ in range(rng.randrange(30))) for _ in range(500)]
+    values = [None if rng.random() < 0.2 else bytes(rng.randrange(256) for _ in range(
+        rng.randrange(300))) for _ in keys]
+    mine, theirs = [bytearray() for _ in range(8)], [bytearray() for _ in range(8)]
+    buckets.spread(keys, values, mine, 5)
+    compiled.spread(keys, values, theirs, 5)
+    assert mine == theirs
+    for data in mine:
+        assert buckets.records(bytes(data)) == compiled.records(bytes(data))
+    whole = bytes(mine[0])
+    for reader in (buckets.records, compiled.records):
+        with pytest.raises(ValueError, match="cut short"):
+            reader(whole[:-1])
+
+
+def test_joining_the_buckets_in_two_halves_is_joining_them_all(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    rng = random.Random(9)
+    table = [(b'{"id":%d}' % i, b"v%d" % rng.randrange(2)) for i in range(400)]
+    topic = [(b'{"id":%d}' % rng.randrange(500), b"v%d" % rng.randrange(2)) for _ in range(600)]
+    mine, theirs = Spill(str(tmp_path), "table", 8), Spill(str(tmp_path), "topic", 8)
+    mine.add([k for k, _ in table], [v for _, v in table])
+    theirs.add([k for k, _ in topic], [v for _, v in topic])
+    mine.close()
+    theirs.close()
+    unmatched: list[bytes] = []
+    leftover: dict[bytes, bytes] = {}
+    equal = sum(join(mine, theirs, unmatched.extend, leftover.__setitem__, half)
+                for half in (range(0, 8, 2), range(1, 8, 2)))
+    assert (equal, sorted(unmatched), leftover) == _model(table, topic)

@@ -169,3 +169,51 @@ def test_the_compiled_writer_reads_long_fields_and_refuses_short_packets() -> No
         assert build.batch([packet]) == ([b'{"id":12}'], [build(packet)[1]])
     with pytest.raises(Exception, match="ends before"):
         build.batch([_lenenc(b"12") + b"\x05ab"])
+
+
+def _packets(payloads: list[bytes], seq: int) -> bytes:
+    """Payloads as the server sends them: 3-byte size, sequence number, payload; a payload
+    of 0xFFFFFF bytes or more in packets of 0xFFFFFF bytes, then a shorter one."""
+    out = []
+    for whole in payloads:
+        payload = whole
+        while True:
+            part, payload = payload[:0xFFFFFF], payload[0xFFFFFF:]
+            out.append(len(part).to_bytes(3, "little") + bytes([seq]) + part)
+            seq = (seq + 1) % 256
+            if len(part) < 0xFFFFFF:
+                break
+    return b"".join(out)
+
+
+@pytest.mark.skipif(rowbytes._rowbytes is None, reason="the compiled writer is not built")
+def test_a_row_stream_frames_the_sockets_bytes_however_they_come() -> None:
+    shape = TableShape("db", "t", (Column("id", "bigint", "bigint(20)", nullable=False),
+                                   Column("note", "longtext", "longtext")), ("id",))
+    build = RowBytes(shape, _raw([("ascii", int), ("utf8", None)]), False, False)
+    rows = [_lenenc(b"%d" % i) + _lenenc(b"n" * (i * 37 % 600)) for i in range(300)]
+    rows.append(_lenenc(b"7") + _lenenc(b"x" * 0xFFFFFF))  # a payload over 16 MiB
+    eof = b"\xfe\x00\x00\x22\x00"
+    data = _packets([*rows, eof], 250)
+    rng = random.Random(5)
+    for _ in range(3):
+        got: list[tuple[bytes, bytes]] = []
+
+        def sink(keys: list[bytes], values: list[bytes], got: list[Any] = got) -> None:
+            got.extend(zip(keys, values, strict=True))
+
+        stream = rowbytes.RowStream(250, build, sink)
+        at, state = 0, 0
+        while at < len(data):
+            step = rng.choice([1, 3, 4, 5, 100, 70_000, 1 << 20])
+            state = stream.feed(data[at:at + step])
+            at += step
+        assert state == 1 and stream.last == eof
+        assert stream.seq == (250 + 300 + 2 + 1) % 256
+        assert got == [build(r) for r in rows]
+    stream = rowbytes.RowStream(0, build, lambda k, v: None)
+    with pytest.raises(Exception, match="sequence number wrong"):
+        stream.feed(_packets(rows[:2], 1))
+    stream = rowbytes.RowStream(0, build, lambda k, v: None)
+    assert stream.feed(_packets([rows[0], b"\xff\x10\x04oops"], 0)) == 2  # an error packet
+    assert stream.last == b"\xff\x10\x04oops"
