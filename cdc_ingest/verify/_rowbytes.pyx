@@ -13,8 +13,8 @@ checks capture), held to orjson by the tests.
 
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy
+from libc.stdlib cimport calloc, free, malloc, realloc
+from libc.string cimport memcmp, memcpy
 
 DEF C_OTHER = 0     # the Python fragment
 DEF C_INT = 1       # 0|-?[1-9][0-9]*, as it is
@@ -547,3 +547,135 @@ cdef class PacketFramer:
             self.have = n - at
             self.need = want - at
         return state
+
+
+# -- one bucket joined (verify/buckets.py's join, in C) -----------------------------------
+
+cdef struct Entry:
+    const unsigned char *key
+    Py_ssize_t klen
+    unsigned long long hash
+    const unsigned char *topic   # the key's last topic value (NULL: none, or deleted)
+    Py_ssize_t tlen
+    const unsigned char *row     # the first table row's value
+    Py_ssize_t rlen
+    Py_ssize_t rows              # table rows with the key
+    Py_ssize_t order             # when the key was first seen
+
+
+cdef inline unsigned long long _fnv(const unsigned char *s, Py_ssize_t n) noexcept:
+    cdef unsigned long long h = 14695981039346656037ULL
+    cdef Py_ssize_t i
+    for i in range(n):
+        h = (h ^ s[i]) * 1099511628211ULL
+    return h
+
+
+cdef class _Keys:
+    """An open-addressing table of the keys of one bucket (its records stay in the bytes
+    objects it was given, kept alive by the caller)."""
+    cdef Entry *slots
+    cdef Py_ssize_t mask, used
+
+    def __cinit__(self, Py_ssize_t expected):
+        cdef Py_ssize_t size = 16
+        while size < 2 * expected + 16:
+            size *= 2
+        self.slots = <Entry *>calloc(size, sizeof(Entry))
+        if self.slots == NULL:
+            raise MemoryError()
+        self.mask = size - 1
+        self.used = 0
+
+    def __dealloc__(self):
+        free(self.slots)
+
+    cdef Entry *find(self, const unsigned char *key, Py_ssize_t n) noexcept:
+        cdef unsigned long long h = _fnv(key, n)
+        cdef Py_ssize_t i = <Py_ssize_t>(h & <unsigned long long>self.mask)
+        cdef Entry *e
+        while True:
+            e = &self.slots[i]
+            if e.key == NULL:
+                e.key, e.klen, e.hash, e.order = key, n, h, self.used
+                self.used += 1
+                return e
+            if e.hash == h and e.klen == n and memcmp(e.key, key, n) == 0:
+                return e
+            i = (i + 1) & self.mask
+
+
+cdef Py_ssize_t _count(bytes data) except -1:
+    cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(data)
+    cdef Py_ssize_t at = 0, n = PyBytes_GET_SIZE(data), count = 0
+    cdef long long kn, vn
+    while at < n:
+        if at + 8 > n:
+            raise ValueError("a record is cut short")
+        kn = _get32(s + at)
+        vn = _get32(s + at + 4)
+        if vn >= 0x80000000:
+            vn -= 0x100000000
+        at += 8 + kn + (vn if vn > 0 else 0)
+        if at > n:
+            raise ValueError("a record is cut short")
+        count += 1
+    return count
+
+
+def join_bucket(list table, list topic):
+    """One bucket's join: ``table`` and ``topic`` are its two sides' chunks of records (in
+    the order added). The topic folded (the last record of a key wins, a None value deletes
+    it); a key of exactly one table row whose value is the same bytes as the topic's is
+    equal. Returns (equal, the table keys not equal once each, the topic's live pairs not
+    equal as (keys, values)), keys in the order first seen."""
+    cdef Py_ssize_t expected = 0, at, n, equal = 0, i
+    cdef long long kn, vn
+    cdef const unsigned char *s
+    cdef bytes data
+    cdef Entry *e
+    cdef list unmatched = [], keys = [], values = []
+    for data in table + topic:
+        expected += _count(data)
+    cdef _Keys found = _Keys(expected)
+    for side in range(2):
+        for data in (topic if side == 0 else table):
+            s = <const unsigned char *>PyBytes_AS_STRING(data)
+            n = PyBytes_GET_SIZE(data)
+            at = 0
+            while at < n:
+                kn = _get32(s + at)
+                vn = _get32(s + at + 4)
+                if vn >= 0x80000000:
+                    vn -= 0x100000000
+                e = found.find(s + at + 8, kn)
+                at += 8 + kn
+                if side == 0:
+                    e.topic = NULL if vn < 0 else s + at
+                    e.tlen = vn if vn > 0 else 0
+                else:
+                    if e.rows == 0:
+                        e.row, e.rlen = s + at, (vn if vn > 0 else 0)
+                    e.rows += 1 if vn >= 0 else 2  # a row without a value is never equal
+                at += vn if vn > 0 else 0
+    cdef Entry **order = <Entry **>malloc(sizeof(Entry *) * (found.used + 1))
+    if order == NULL:
+        raise MemoryError()
+    try:
+        for i in range(found.mask + 1):
+            if found.slots[i].key != NULL:
+                order[found.slots[i].order] = &found.slots[i]
+        for i in range(found.used):
+            e = order[i]
+            if (e.rows == 1 and e.topic != NULL and e.tlen == e.rlen
+                    and memcmp(e.topic, e.row, e.tlen) == 0):
+                equal += 1
+                continue
+            if e.rows:
+                unmatched.append(PyBytes_FromStringAndSize(<const char *>e.key, e.klen))
+            if e.topic != NULL:
+                keys.append(PyBytes_FromStringAndSize(<const char *>e.key, e.klen))
+                values.append(PyBytes_FromStringAndSize(<const char *>e.topic, e.tlen))
+    finally:
+        free(order)
+    return equal, unmatched, (keys, values)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import struct
 import zlib
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 try:
@@ -84,12 +83,17 @@ class Spill:
 
     def read(self, bucket: int) -> Iterator[tuple[list[bytes], list[Value]]]:
         """A bucket's pairs, in the order added, a chunk (one flush) at a time."""
+        for chunk in self.chunks(bucket):
+            yield _records(chunk)
+
+    def chunks(self, bucket: int) -> Iterator[bytes]:
+        """A bucket's chunks of records (:func:`spread`'s), in the order written."""
         path = self.path(bucket)
         if not os.path.exists(path):
             return
         with open(path, "rb") as src:
             while head := src.read(_HEAD.size):
-                yield _records(src.read(_HEAD.unpack(head)[0]))
+                yield src.read(_HEAD.unpack(head)[0])
 
     def size(self, bucket: int) -> int:
         path = self.path(bucket)
@@ -161,19 +165,33 @@ def _groups(table: Spill, topic: Spill, buckets: Iterable[int], level: int = 1
                     os.remove(part.path(i))
 
 
-def _fold(topic: Spill, bucket: int) -> dict[bytes, bytes]:
-    """The bucket's topic pairs as compaction keeps them."""
+def join_bucket(table: list[bytes], topic: list[bytes]
+                ) -> tuple[int, list[bytes], tuple[list[bytes], list[bytes]]]:
+    """One bucket's join (``_rowbytes.join_bucket`` compiled): ``table`` and ``topic`` are its
+    two sides' chunks of records. The topic folded as compaction keeps it (the last message
+    of a key wins, a tombstone removes it); a key of exactly one table row whose value is the
+    same bytes as the topic's is equal. (How many are equal, the other table keys once each,
+    the topic's live pairs not equal as (keys, values).)"""
     latest: dict[bytes, Value] = {}
-    for keys, values in topic.read(bucket):
-        if None in values:
-            for key, value in zip(keys, values, strict=True):
-                if value is None:
-                    latest.pop(key, None)
-                else:
-                    latest[key] = value
-        else:
-            latest.update(zip(keys, values, strict=True))
-    return latest  # type: ignore[return-value]
+    for chunk in topic:
+        keys, values = records(chunk)
+        latest.update(zip(keys, values, strict=True))
+    rows: dict[bytes, Value] = {}
+    shared: set[bytes] = set()
+    for chunk in table:
+        keys, values = records(chunk)
+        for key, value in zip(keys, values, strict=True):
+            if key in rows or value is None:
+                shared.add(key)  # compared row by row
+            rows.setdefault(key, value)
+    same = {k for k, v in rows.items() if v is not None and latest.get(k) == v}
+    same -= shared
+    live = [(k, v) for k, v in latest.items() if v is not None and k not in same]
+    return (len(same), [k for k in rows if k not in same],
+            ([k for k, _ in live], [v for _, v in live]))
+
+
+_join_bucket = join_bucket if _rowbytes is None else _rowbytes.join_bucket
 
 
 def join(table: Spill, topic: Spill, unmatched: Callable[[list[bytes]], None],
@@ -188,24 +206,11 @@ def join(table: Spill, topic: Spill, unmatched: Callable[[list[bytes]], None],
     equal = 0
     for mine_spill, topic_spill, bucket in _groups(
             table, topic, range(table.count) if buckets is None else buckets):
-        latest = _fold(topic_spill, bucket)
-        keys: list[bytes] = []
-        values: list[Value] = []
-        for chunk_keys, chunk_values in mine_spill.read(bucket):
-            keys += chunk_keys
-            values += chunk_values
-        mine = dict(zip(keys, values, strict=True))
-        get = latest.get
-        if len(mine) == len(keys):
-            same = {k for k, v in mine.items() if get(k) == v}
-        else:  # keys two rows share are compared row by row
-            shared = {k for k, n in Counter(keys).items() if n > 1}
-            same = {k for k, v in mine.items() if get(k) == v and k not in shared}
-        equal += len(same)
-        if len(same) < len(mine):
-            unmatched([k for k in mine if k not in same])
-        if len(same) < len(latest):
-            for key, value in latest.items():
-                if key not in same:
-                    leftover(key, value)
+        same, odd, (keys, values) = _join_bucket(list(mine_spill.chunks(bucket)),
+                                                 list(topic_spill.chunks(bucket)))
+        equal += same
+        if odd:
+            unmatched(odd)
+        for key, value in zip(keys, values, strict=True):
+            leftover(key, value)
     return equal

@@ -64,6 +64,7 @@ def test_random_against_model(tmp_path, monkeypatch, count: int, python: bool) -
     if python:  # the Python records, as without the compiled module
         monkeypatch.setattr(buckets, "_spread", buckets.spread)
         monkeypatch.setattr(buckets, "_records", buckets.records)
+        monkeypatch.setattr(buckets, "_join_bucket", buckets.join_bucket)
     rng = random.Random(count)
     keys = [b'{"id":%d}' % i for i in range(300)]
     table = [(k, b"v%d" % rng.randrange(3)) for k in rng.sample(keys, 200)]
@@ -148,3 +149,27 @@ def test_joining_the_buckets_in_two_halves_is_joining_them_all(tmp_path) -> None
     equal = sum(join(mine, theirs, unmatched.extend, leftover.__setitem__, half)
                 for half in (range(0, 8, 2), range(1, 8, 2)))
     assert (equal, sorted(unmatched), leftover) == _model(table, topic)
+
+
+@pytest.mark.skipif(buckets._rowbytes is None, reason="the compiled writer is not built")
+def test_the_compiled_bucket_join_is_the_python_one() -> None:
+    rng = random.Random(13)
+    compiled = buckets._rowbytes
+    for _ in range(200):
+        keys = [b"k%d" % rng.randrange(30) for _ in range(rng.randrange(60))]
+        sides = []
+        for nones in (0.0, 0.3):  # the table's side, then the topic's (tombstones too)
+            pairs = [(rng.choice(keys or [b"k"]), None if rng.random() < nones else
+                      rng.choice([b"", b"a", b"b", b"ab"])) for _ in range(rng.randrange(80))]
+            chunks = []
+            while pairs:
+                cut = rng.randrange(1, 20)
+                part, pairs = pairs[:cut], pairs[cut:]
+                out = [bytearray()]
+                buckets.spread([k for k, _ in part], [v for _, v in part], out, 0)
+                chunks.append(bytes(out[0]))
+            sides.append(chunks)
+        python = buckets.join_bucket(*sides)
+        mine = compiled.join_bucket(*sides)
+        assert (python[0], sorted(python[1]), dict(zip(*python[2], strict=True))) == \
+            (mine[0], sorted(mine[1]), dict(zip(*mine[2], strict=True)))
