@@ -7,9 +7,11 @@ key's pairs on both sides are in the same bucket, in the order they were added. 
 pending for a bucket (at most :data:`FLUSH_BYTES` of it) is held in memory; the rest is in the
 bucket's file, appended in framed chunks.
 
-:func:`join` then takes one bucket of both sides at a time (a bucket bigger than
-:data:`MAX_BUCKET_BYTES`, say because the table's row estimate was far off, is split again
-on disk by another hash first, so memory stays bounded whatever the table's size). In a
+:func:`join` then takes one bucket of both sides at a time (a bucket of more than
+:data:`MAX_BUCKET_BYTES` or :data:`MAX_BUCKET_RECORDS`, say because the table's row estimate
+was far off, is split again on disk by another hash first, so memory stays bounded whatever
+the table's size). The records and the join are compiled (``_rowbytes.pyx``) where it was
+built; :func:`spread`, :func:`records` and :func:`join_bucket` are their Python twins. In a
 bucket the topic is folded as compaction would keep it (the last message of a key wins, a
 tombstone removes it), and a key whose one table row's value is *the same bytes* as the
 topic's is equal: nothing is hashed, the bytes themselves are compared. Every other key is
@@ -31,8 +33,9 @@ try:
 except ImportError:  # built without a C compiler or Cython
     _rowbytes = None
 
-FLUSH_BYTES = 1 << 18  # a bucket's pending bytes written out past this
-MAX_BUCKET_BYTES = 96 << 20  # a bucket (both sides' files) joined in memory at most this big
+FLUSH_BYTES = 1 << 17  # a bucket's pending bytes written out past this
+MAX_BUCKET_BYTES = 64 << 20  # a bucket (both sides' files) joined in memory at most this big
+MAX_BUCKET_RECORDS = 600_000  # and of at most this many records (the join's table of keys)
 SPLIT = 8  # the sub-buckets of a bucket too big
 ROWS_PER_BUCKET = 100_000
 _HEAD = struct.Struct("<Q")  # a chunk's size: its records follow
@@ -95,6 +98,10 @@ class Spill:
             while head := src.read(_HEAD.size):
                 yield src.read(_HEAD.unpack(head)[0])
 
+    def records(self, bucket: int) -> int:
+        """How many pairs the bucket holds (in its file: :meth:`close` first)."""
+        return int(_count(list(self.chunks(bucket))))
+
     def size(self, bucket: int) -> int:
         path = self.path(bucket)
         return os.path.getsize(path) if os.path.exists(path) else 0
@@ -154,7 +161,9 @@ def _groups(table: Spill, topic: Spill, buckets: Iterable[int], level: int = 1
             ) -> Iterator[tuple[Spill, Spill, int]]:
     """(table spill, topic spill, bucket) pairs each small enough to join in memory."""
     for bucket in buckets:
-        if table.size(bucket) + topic.size(bucket) <= MAX_BUCKET_BYTES or level > 8:
+        if level > 8 or (table.size(bucket) + topic.size(bucket) <= MAX_BUCKET_BYTES
+                         and table.records(bucket) + topic.records(bucket)
+                         <= MAX_BUCKET_RECORDS):
             yield table, topic, bucket
             continue
         parts = _split(table, bucket, level), _split(topic, bucket, level)
@@ -191,7 +200,13 @@ def join_bucket(table: list[bytes], topic: list[bytes]
             ([k for k, _ in live], [v for _, v in live]))
 
 
+def count_records(chunks: list[bytes]) -> int:
+    """How many records the chunks hold."""
+    return sum(len(records(chunk)[0]) for chunk in chunks)
+
+
 _join_bucket = join_bucket if _rowbytes is None else _rowbytes.join_bucket
+_count = count_records if _rowbytes is None else _rowbytes.count_records
 
 
 def join(table: Spill, topic: Spill, unmatched: Callable[[list[bytes]], None],

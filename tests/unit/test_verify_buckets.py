@@ -75,12 +75,15 @@ def test_random_against_model(tmp_path, monkeypatch, count: int, python: bool) -
     assert (equal, sorted(unmatched), leftover) == _model(table, topic)
 
 
-def test_a_bucket_too_big_is_split_with_the_same_outcome(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(("limit", "value"), [("MAX_BUCKET_BYTES", 2000),
+                                              ("MAX_BUCKET_RECORDS", 40)])
+def test_a_bucket_too_big_is_split_with_the_same_outcome(tmp_path, monkeypatch, limit: str,  # type: ignore[no-untyped-def]
+                                                         value: int) -> None:
     rng = random.Random(7)
     table = [(b'{"id":%d}' % i, b"x" * rng.randrange(50)) for i in range(500)]
     topic = [(k, v if rng.random() < 0.9 else b"y") for k, v in table]
     topic += [(b'{"id":%d}' % i, None) for i in range(0, 500, 37)]
-    monkeypatch.setattr(buckets, "MAX_BUCKET_BYTES", 2000)
+    monkeypatch.setattr(buckets, limit, value)
     calls: list[int] = []
     real_split = buckets._split
 
