@@ -15,7 +15,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from cdc_ingest.errors import CdcIngestError
-from cdc_ingest.kafka.bulk import read_records
+from cdc_ingest.kafka.bulk import read_columns
 from cdc_ingest.verify.buckets import Spill, join
 from cdc_ingest.verify.topics import canonical_key
 
@@ -28,11 +28,11 @@ def load(kafka: dict[str, Any], topic: str, spill: Spill, rate: float | None = N
     the topic is read at the rate MySQL is)."""
     began, done = time.monotonic(), 0
     ends: dict[int, int] = {}
-    for records in read_records(kafka, topic):
-        spill.add([canonical_key(r[2]) for r in records], [r[3] for r in records])
-        for partition, offset, _, _ in records:
+    for keys, values, last in read_columns(kafka, topic):
+        spill.add([canonical_key(k) for k in keys], values)
+        for partition, offset in last.items():
             ends[partition] = offset + 1
-        done += len(records)
+        done += len(keys)
         if rate:
             time.sleep(max(0.0, done / rate - (time.monotonic() - began)))
     spill.close()
