@@ -10,7 +10,7 @@ bucket's file, appended in framed chunks.
 :func:`join` then takes one bucket of both sides at a time (a bucket of more than
 :data:`MAX_BUCKET_BYTES` or :data:`MAX_BUCKET_RECORDS`, say because the table's row estimate
 was far off, is split again on disk by another hash first, so memory stays bounded whatever
-the table's size). The records and the join are compiled (``_rowbytes.pyx``) where it was
+the table's size). The records and the join are compiled (``_buckets.pyx``) where it was
 built; :func:`spread`, :func:`records` and :func:`join_bucket` are their Python twins. In a
 bucket the topic is folded as compaction would keep it (the last message of a key wins, a
 tombstone removes it), and a key whose one table row's value is *the same bytes* as the
@@ -29,9 +29,9 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 try:
-    from cdc_ingest.verify import _rowbytes  # type: ignore[attr-defined]
+    from cdc_ingest.verify import _buckets  # type: ignore[attr-defined]
 except ImportError:  # built without a C compiler or Cython
-    _rowbytes = None
+    _buckets = None
 
 FLUSH_BYTES = 1 << 17  # a bucket's pending bytes written out past this
 MAX_BUCKET_BYTES = 64 << 20  # a bucket (both sides' files) joined in memory at most this big
@@ -110,7 +110,7 @@ class Spill:
 def spread(keys: Sequence[bytes], values: Sequence[Value], buffers: list[bytearray],
            seed: int) -> None:
     """Each pair appended to ``buffers[crc32(key, seed) % len(buffers)]`` as a record: key
-    size (u32), value size (i32, -1: None), key, value (``_rowbytes.spread`` compiled)."""
+    size (u32), value size (i32, -1: None), key, value (``_buckets.spread`` compiled)."""
     if len(keys) != len(values):
         raise ValueError("keys and values differ in number")
     mask, crc, pack = len(buffers) - 1, zlib.crc32, _RECORD.pack
@@ -144,8 +144,8 @@ def records(data: bytes) -> tuple[list[bytes], list[Value]]:
     return keys, values
 
 
-_spread = spread if _rowbytes is None else _rowbytes.spread
-_records = records if _rowbytes is None else _rowbytes.records
+_spread = spread if _buckets is None else _buckets.spread
+_records = records if _buckets is None else _buckets.records
 
 
 def _split(spill: Spill, bucket: int, level: int) -> Spill:
@@ -176,7 +176,7 @@ def _groups(table: Spill, topic: Spill, buckets: Iterable[int], level: int = 1
 
 def join_bucket(table: list[bytes], topic: list[bytes]
                 ) -> tuple[int, list[bytes], tuple[list[bytes], list[bytes]]]:
-    """One bucket's join (``_rowbytes.join_bucket`` compiled): ``table`` and ``topic`` are its
+    """One bucket's join (``_buckets.join_bucket`` compiled): ``table`` and ``topic`` are its
     two sides' chunks of records. The topic folded as compaction keeps it (the last message
     of a key wins, a tombstone removes it); a key of exactly one table row whose value is the
     same bytes as the topic's is equal. (How many are equal, the other table keys once each,
@@ -205,8 +205,8 @@ def count_records(chunks: list[bytes]) -> int:
     return sum(len(records(chunk)[0]) for chunk in chunks)
 
 
-_join_bucket = join_bucket if _rowbytes is None else _rowbytes.join_bucket
-_count = count_records if _rowbytes is None else _rowbytes.count_records
+_join_bucket = join_bucket if _buckets is None else _buckets.join_bucket
+_count = count_records if _buckets is None else _buckets.count_records
 
 
 def join(table: Spill, topic: Spill, unmatched: Callable[[list[bytes]], None],

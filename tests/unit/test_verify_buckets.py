@@ -115,10 +115,10 @@ def test_bucket_count_and_mismatched_counts(tmp_path) -> None:  # type: ignore[n
              lambda keys: None, lambda k, v: None)
 
 
-@pytest.mark.skipif(buckets._rowbytes is None, reason="the compiled writer is not built")
+@pytest.mark.skipif(buckets._buckets is None, reason="the compiled writer is not built")
 def test_the_compiled_records_are_the_python_ones() -> None:
     rng = random.Random(3)
-    compiled = buckets._rowbytes
+    compiled = buckets._buckets
     for _ in range(200):
         data = bytes(rng.randrange(256) for _ in range(rng.randrange(40)))
         seed = rng.randrange(1 << 32)
@@ -154,10 +154,10 @@ def test_joining_the_buckets_in_two_halves_is_joining_them_all(tmp_path) -> None
     assert (equal, sorted(unmatched), leftover) == _model(table, topic)
 
 
-@pytest.mark.skipif(buckets._rowbytes is None, reason="the compiled writer is not built")
+@pytest.mark.skipif(buckets._buckets is None, reason="the compiled writer is not built")
 def test_the_compiled_bucket_join_is_the_python_one() -> None:
     rng = random.Random(13)
-    compiled = buckets._rowbytes
+    compiled = buckets._buckets
     for _ in range(200):
         keys = [b"k%d" % rng.randrange(30) for _ in range(rng.randrange(60))]
         sides = []
