@@ -91,8 +91,17 @@ def _read_table(mysql: MySqlSide, shape: TableShape, expected: Spill, boolean: b
             pace(len(keys))
 
     if compiled() and mysql.streams():
-        mysql.stream(shape, lambda decoders, seq: RowStream(
-            seq, RowBytes(shape, RawRows.of(decoders), boolean, except_key), add))
+        made: list[RowStream] = []
+
+        def parser_for(decoders: list[Any], seq: int) -> RowStream:
+            made.append(RowStream(seq, RowBytes(shape, RawRows.of(decoders), boolean,
+                                                except_key), add))
+            return made[-1]
+
+        mysql.stream(shape, parser_for)
+        failure = made[-1].failure if made else None
+        if failure is not None:
+            raise failure
         return
     with mysql.raw(shape) as raw:
         build = RowBytes(shape, raw, boolean, except_key)

@@ -169,7 +169,12 @@ class RowBytes:
 class RowStream:
     """A :class:`~cdc_ingest.mysql.packets.PacketParser` for a SELECT of the table: the
     socket's bytes framed into row packets in C (``_rowbytes.PacketFramer``), written by
-    ``build`` and handed to ``sink`` as (keys, values), a socket read at a time."""
+    ``build`` and handed to ``sink`` as (keys, values), a socket read at a time.
+
+    A failure of ``build`` or ``sink`` (``verify --continuous`` told to stop, a field the
+    conversion refuses) is kept in :attr:`failure` and the rest of the result set is read
+    past unwritten, as PyMySQL's cursor reads what is left when closed: the connection stays
+    usable (the read view's COMMIT, what a caller does next). The caller raises it."""
 
     def __init__(self, seq: int, build: RowBytes,
                  sink: Callable[[list[bytes], list[bytes]], None]) -> None:
@@ -179,13 +184,17 @@ class RowStream:
         self._build, self._sink = build, sink
         self.seq = seq  # the next packet's sequence number
         self.last: bytes | None = None  # the EOF or ERR packet that ended the result set
+        self.failure: BaseException | None = None
 
     def feed(self, data: bytes, /) -> int:
         state = int(self._framer.feed(data))
         self.seq, self.last = self._framer.seq, self._framer.last
         rows = self._framer.take()
-        if rows:
-            self._sink(*self._build.batch(rows))
+        if rows and self.failure is None:
+            try:
+                self._sink(*self._build.batch(rows))
+            except BaseException as exc:  # noqa: BLE001 - raised by the caller after the end
+                self.failure = exc
         return state
 
 

@@ -217,3 +217,25 @@ def test_a_row_stream_frames_the_sockets_bytes_however_they_come() -> None:
     stream = rowbytes.RowStream(0, build, lambda k, v: None)
     assert stream.feed(_packets([rows[0], b"\xff\x10\x04oops"], 0)) == 2  # an error packet
     assert stream.last == b"\xff\x10\x04oops"
+
+
+@pytest.mark.skipif(rowbytes._rowbytes is None, reason="the compiled writer is not built")
+def test_a_failing_sink_is_kept_and_the_result_set_read_to_its_end() -> None:
+    """``verify --continuous`` told to stop raises in the sink: the stream keeps the failure
+    and reads past the rest, so the connection is left at the result set's end."""
+    shape = TableShape("db", "t", (Column("id", "bigint", "bigint(20)", nullable=False),),
+                       ("id",))
+    build = RowBytes(shape, _raw([("ascii", int)]), False, False)
+    calls: list[int] = []
+
+    def sink(keys: list[bytes], values: list[bytes]) -> None:
+        calls.append(len(keys))
+        raise KeyboardInterrupt
+
+    eof = b"\xfe\x00\x00\x22\x00"
+    rows = [_lenenc(b"%d" % i) for i in range(50)]
+    data = _packets([*rows, eof], 3)
+    stream = rowbytes.RowStream(3, build, sink)
+    states = [stream.feed(data[at:at + 40]) for at in range(0, len(data), 40)]
+    assert states[-1] == 1 and set(states[:-1]) == {0} and stream.last == eof
+    assert len(calls) == 1 and isinstance(stream.failure, KeyboardInterrupt)
