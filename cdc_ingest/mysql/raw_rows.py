@@ -32,6 +32,14 @@ class RawRows:
         self._result = cursor._result
         self.decoders: list[Decoder] = list(self._result.converters)
 
+    @classmethod
+    def of(cls, decoders: list[Decoder]) -> RawRows:
+        """The fields' decoding only, for a reader that gets the packets otherwise
+        (:func:`cdc_ingest.mysql.packets.stream_packets`): no :meth:`packets`."""
+        raw = cls.__new__(cls)
+        raw._conn, raw._result, raw.decoders = None, None, list(decoders)
+        return raw
+
     def packets(self, batch: int = 1000) -> Iterator[list[bytes]]:
         """The row packets' payloads, ``batch`` at a time, until the result set ends."""
         result = self._result

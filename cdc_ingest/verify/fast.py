@@ -2,16 +2,18 @@
 
 Three steps, the first two at once on two processes:
 
-1. a process of its own folds the topic into a store on disk (verify/loader.py);
+1. a process of its own spills the topic's messages (canonical key, value) to hash buckets
+   on disk (verify/loader.py, verify/buckets.py);
 2. meanwhile the table is read in one read view, each row written as its expected key and
    value bytes (verify/rowbytes.py: exactly ``dumps`` of what the ordinary comparison expects)
-   into a second SQLite file;
-3. SQLite joins the two: a key whose topic value is the same bytes is equal (equal bytes
-   parse to the expected row, which ``same`` accepts under every rule), and leaves the store.
-   Every other key of the table (a value spelled otherwise, a missing key, a duplicate key) is
-   read again by key in the same read view and goes through the ordinary comparison
-   (verify/diff.py) with its topic value, with all its rules (added and dropped columns,
-   numbers, floats, ...); what the store still holds then is the extra keys.
+   into buckets of the same count;
+3. the two are joined bucket by bucket (:func:`~cdc_ingest.verify.buckets.join`): a key whose
+   last topic value is the same bytes is equal (equal bytes parse to the expected row, which
+   ``same`` accepts under every rule). Every other key of the table (a value spelled
+   otherwise, a missing key, a duplicate key) is read again by key in the same read view and
+   goes through the ordinary comparison (verify/diff.py) with its topic value, with all its
+   rules (added and dropped columns, numbers, floats, ...); the topic's keys not shown equal
+   are put in the ordinary comparison's store, and what it still holds then is the extra keys.
 
 So a row is never called equal by the fast path that the ordinary comparison would call
 different, and a row it cannot show equal is judged as before. Only where the keys read back
@@ -21,7 +23,6 @@ by value exactly (integer and text key columns, not NULL); other tables take the
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -29,13 +30,15 @@ from typing import Any
 
 from cdc_ingest.errors import SourceError
 from cdc_ingest.kafka import TopicAdmin
+from cdc_ingest.mysql.raw_rows import RawRows
+from cdc_ingest.verify.buckets import Spill, bucket_count, join
 from cdc_ingest.verify.convert import INTEGERS
 from cdc_ingest.verify.diff import Item, Suspect, TopicCheck, TopicResult
 from cdc_ingest.verify.expect import Expectation
 from cdc_ingest.verify.loader import Loading
 from cdc_ingest.verify.mysql import MySqlSide, TableShape
-from cdc_ingest.verify.rowbytes import RowBytes
-from cdc_ingest.verify.store import DiskValues, open_db
+from cdc_ingest.verify.rowbytes import RowBytes, RowStream, compiled
+from cdc_ingest.verify.store import BATCH, DiskValues
 from cdc_ingest.verify.values import parse
 
 log = logging.getLogger(__name__)
@@ -76,24 +79,57 @@ def fast_expectation(kafka: dict[str, Any], topic: str, shapes: list[TableShape]
         return None  # the ordinary path says why
 
 
-class _Expected:
-    """The rows' expected (key, value) bytes in an SQLite file (``expected``); a key two rows
-    share gets value NULL (compared row by row)."""
+def _read_table(mysql: MySqlSide, shape: TableShape, expected: Spill, boolean: bool,
+                except_key: bool, pace: Callable[[int], None] | None) -> None:
+    """Every row of the table as its expected (key, value) bytes into ``expected``: its
+    packets framed in C from the socket's bytes where the compiled writer is built, else
+    read by PyMySQL's packet reader."""
 
-    def __init__(self, folder: str) -> None:
-        self.path = os.path.join(folder, "expected.db")
-        self._db = open_db(self.path)
-        self._db.execute("CREATE TABLE expected (k BLOB PRIMARY KEY, v BLOB) WITHOUT ROWID")
+    def add(keys: list[bytes], values: list[bytes]) -> None:
+        expected.add(keys, values)
+        if pace is not None:
+            pace(len(keys))
 
-    def add(self, rows: list[tuple[bytes, bytes]]) -> None:
-        db = self._db
-        db.execute("BEGIN")
-        db.executemany("INSERT INTO expected VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET "
-                       "v = NULL", rows)
-        db.execute("COMMIT")
+    if compiled() and mysql.streams():
+        made: list[RowStream] = []
 
-    def close(self) -> None:
-        self._db.close()
+        def parser_for(decoders: list[Any], seq: int) -> RowStream:
+            made.append(RowStream(seq, RowBytes(shape, RawRows.of(decoders), boolean,
+                                                except_key), add))
+            return made[-1]
+
+        mysql.stream(shape, parser_for)
+        failure = made[-1].failure if made else None
+        if failure is not None:
+            raise failure
+        return
+    with mysql.raw(shape) as raw:
+        build = RowBytes(shape, raw, boolean, except_key)
+        for packets in raw.packets(ROWS_PER_BATCH):
+            add(*build.batch(packets))
+
+
+def _join(loading: Loading, table: Spill, topic: Spill, latest: DiskValues
+          ) -> tuple[Spill, int]:
+    """:func:`~cdc_ingest.verify.buckets.join` of the two sides, the odd buckets in the topic's
+    process meanwhile: the table keys not shown equal (a spill of one bucket) and how many
+    keys were equal; the topic pairs not shown equal are put in ``latest``."""
+    loading.join(table, list(range(1, table.count, 2)))
+    unmatched = Spill(table.folder, "unmatched", 1)
+
+    def odd(keys: list[bytes]) -> None:
+        unmatched.add(keys, [b""] * len(keys))
+
+    equal = join(table, topic, odd, latest.put, range(0, table.count, 2))
+    theirs, spills = loading.joined()
+    if spills is not None:
+        for keys, _ in spills[0].read(0):
+            odd(keys)
+        for keys, values in spills[1].read(0):
+            for key, value in zip(keys, values, strict=True):
+                latest.put(key, value)
+    unmatched.close()
+    return unmatched, equal + theirs
 
 
 def _again(mysql: MySqlSide, expect: Expectation, keys: list[bytes]) -> tuple[list[Item], int]:
@@ -119,35 +155,38 @@ def check_fast(
     :attr:`TopicCheck.suspects`) and the partition ends the topic was read to."""
     shape = expect.shape
     folder = tempfile.mkdtemp(prefix="cdc-ingest-verify-")
-    loading = Loading(kafka, topic, folder, topic_rate)
+    count = bucket_count(mysql.estimated_rows(shape))
+    loading = Loading(kafka, topic, Spill(folder, "topic", count), topic_rate)
     try:
         with mysql.snapshot():
-            expected = _Expected(folder)
+            expected = Spill(folder, "table", count)
+            _read_table(mysql, shape, expected, tinyint1_as_boolean, except_key, pace)
+            expected.close()
+            messages, ends = loading.spill()
+            latest = DiskValues(folder)
+            latest.ends.update(ends)
             try:
-                with mysql.raw(shape) as raw:
-                    build = RowBytes(shape, raw, tinyint1_as_boolean, except_key)
-                    for packets in raw.packets(ROWS_PER_BATCH):
-                        expected.add([build(p) for p in packets])
-                        if pace is not None:
-                            pace(len(packets))
-            finally:
-                expected.close()
-            latest = loading.store()
-            check = new_check(latest)
+                unmatched, equal = _join(loading, expected, messages, latest)
+            except BaseException:
+                latest.close()
+                raise
+            check = new_check(latest)  # the topic's keys not shown equal
             try:
-                equal = latest.match(expected.path)
+                check.result.topic_keys += equal
                 check.result.rows[shape.name] += equal
                 log.debug("%s: %d rows equal as bytes", shape.name, equal)
-                for keys in latest.unmatched():
-                    items, found = _again(mysql, expect, keys)
-                    check.rows(shape.name, shape.key, items)
-                    if found != len(keys):
-                        check.problem(f"{shape.name}: {len(keys) - found} row(s) read in the "
-                                      "table's scan were not found again by key")
+                for chunk, _ in unmatched.read(0):
+                    for at in range(0, len(chunk), BATCH):
+                        keys = chunk[at:at + BATCH]
+                        items, found = _again(mysql, expect, keys)
+                        check.rows(shape.name, shape.key, items)
+                        if found != len(keys):
+                            check.problem(f"{shape.name}: {len(keys) - found} row(s) read in "
+                                          "the table's scan were not found again by key")
                 result = check.finish()
             finally:
                 check.close()
-        return result, check.suspects, latest.ends
+        return result, check.suspects, ends
     finally:
         loading.stop()
         shutil.rmtree(folder, ignore_errors=True)

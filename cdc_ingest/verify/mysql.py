@@ -22,6 +22,7 @@ from cdc_ingest.mysql import (
     stream_rows,
     try_query,
 )
+from cdc_ingest.mysql.packets import ParserFactory, stream_packets
 from cdc_ingest.mysql.raw_rows import RawRows, raw_rows
 from cdc_ingest.verify.convert import UnsupportedType, converter, select_expression
 from cdc_ingest.verify.values import dumps
@@ -165,6 +166,15 @@ class MySqlSide:
     def rows(self, shape: TableShape) -> Iterator[tuple[Any, ...]]:
         """Every row of the table, streamed."""
         yield from stream_rows(self._conn, shape.select(), None, _FETCH, shape.name)
+
+    def streams(self) -> bool:
+        """Whether :meth:`stream` can read this connection (PyMySQL's internals it uses)."""
+        return hasattr(self._conn, "_rfile") and hasattr(self._conn, "_next_seq_id")
+
+    def stream(self, shape: TableShape, parser_for: ParserFactory) -> None:
+        """Every row of the table, its packets fed as the socket's bytes to the parser
+        ``parser_for`` makes (:func:`~cdc_ingest.mysql.packets.stream_packets`)."""
+        stream_packets(self._conn, shape.select(), None, shape.name, parser_for)
 
     def raw(self, shape: TableShape) -> AbstractContextManager[RawRows]:
         """Every row of the table as its text-protocol fields, streamed."""

@@ -92,49 +92,15 @@ class DiskValues:
     """:class:`Values` in a SQLite file of a temporary folder (``directory``: where to make
     it; the system's temporary folder by default), deleted by :meth:`close`."""
 
-    def __init__(self, directory: str | None = None, adopt: str | None = None) -> None:
-        """``adopt``: the folder of a store :meth:`detach` left (another process's)."""
-        self._folder = adopt or tempfile.mkdtemp(prefix="cdc-ingest-verify-", dir=directory)
+    def __init__(self, directory: str | None = None) -> None:
+        self._folder = tempfile.mkdtemp(prefix="cdc-ingest-verify-", dir=directory)
         self._db = open_db(os.path.join(self._folder, "values.db"))
-        if adopt is None:
-            self._db.execute("CREATE TABLE latest (k BLOB PRIMARY KEY, v BLOB NOT NULL) "
-                             "WITHOUT ROWID")
-            self._db.execute("CREATE TABLE owner (k BLOB PRIMARY KEY, t TEXT NOT NULL) "
-                             "WITHOUT ROWID")
+        self._db.execute("CREATE TABLE latest (k BLOB PRIMARY KEY, v BLOB NOT NULL) "
+                         "WITHOUT ROWID")
+        self._db.execute("CREATE TABLE owner (k BLOB PRIMARY KEY, t TEXT NOT NULL) "
+                         "WITHOUT ROWID")
         self._pending: dict[bytes, bytes | None] = {}
         self.ends: dict[int, int] = {}
-
-    def detach(self) -> str:
-        """Write what is pending and let go of the file, kept (for :class:`DiskValues`'s
-        ``adopt`` in another process); the folder's path."""
-        self._flush()
-        self._db.close()
-        return self._folder
-
-    def match(self, expected: str) -> int:
-        """Take out every key whose value is the same bytes as the ``expected`` store's
-        (an SQLite file of ``expected (k, v)``, v NULL: to compare row by row); the rest of
-        its keys are then :meth:`unmatched`. How many were taken."""
-        self._flush()
-        db = self._db
-        db.execute("ATTACH DATABASE ? AS x", (expected,))
-        db.execute("CREATE TEMP TABLE unmatched (k BLOB NOT NULL)")
-        db.execute("INSERT INTO unmatched SELECT e.k FROM x.expected e WHERE e.v IS NULL OR "
-                   "NOT EXISTS (SELECT 1 FROM latest l WHERE l.k = e.k AND l.v = e.v)")
-        db.execute("DELETE FROM latest WHERE EXISTS (SELECT 1 FROM x.expected e "
-                   "WHERE e.k = latest.k AND e.v = latest.v)")
-        taken = int(db.execute("SELECT changes()").fetchone()[0])
-        db.execute("DETACH DATABASE x")
-        return taken
-
-    def unmatched(self) -> Iterator[list[bytes]]:
-        """The keys :meth:`match` did not take, in batches of :data:`BATCH`."""
-        last = 0
-        while batch := self._db.execute(
-                "SELECT rowid, k FROM unmatched WHERE rowid > ? ORDER BY rowid LIMIT ?",
-                (last, BATCH)).fetchall():
-            last = batch[-1][0]
-            yield [k for _, k in batch]
 
     def put(self, key: bytes, value: bytes | None) -> None:
         self._pending[key] = value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,12 +20,19 @@ log = logging.getLogger(__name__)
 
 
 _PLAIN = (int, str, bool, type(None))
+# A key already in that form: an object of one member, its name and a string value printable
+# ASCII without quote or backslash (orjson writes such text as it is), or an integer of at
+# most 18 digits (within 64 bits) in canonical spelling. One member: no name can repeat.
+_COMPACT = re.compile(rb'\{"[ !#-\[\]-~]*":(?:0|-?[1-9][0-9]{0,17}|"[ !#-\[\]-~]*")\}')
+_compact = _COMPACT.fullmatch
 
 
 def canonical_key(raw: bytes | None) -> bytes:
     """A message key in the compact form verify builds MySQL keys in (raw bytes if not JSON)."""
     if raw is None:
         return b"null"
+    if _compact(raw):
+        return raw
     try:  # the common key first: an object of integers (64-bit) and strings, parsed by orjson
         found = orjson.loads(raw)  # (where it and the json module disagree, it refuses)
     except orjson.JSONDecodeError:

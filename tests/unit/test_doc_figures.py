@@ -389,16 +389,16 @@ FIGURES: list[tuple[str, str, tuple[Fig, ...]]] = [
     # benchmarks/README.md: verify.py
     ("benchmarks/README.md", "| 1,000,000 | {} | {} | {} MB | {} | {} MB |",
      tuple(v(f"verify-1m.json:results/1,000,000 rows: {k}/median", "{:,.0f}")
-           for k in ("snapshot", "verify", "verify peak RSS", "verify, code of b072896",
-                     "verify peak RSS, code of b072896"))),
+           for k in ("snapshot", "verify", "verify peak RSS", "verify, code of c3eacb9",
+                     "verify peak RSS, code of c3eacb9"))),
     ("benchmarks/README.md", "verify is {}x of the snapshot's rate on the same table "
-     "(b072896's code: {}x), {}x the rows/s of before.",
+     "(c3eacb9's code: {}x), {}x the rows/s of before.",
      (ratio("verify-1m.json:results/1,000,000 rows: verify/median",
             "verify-1m.json:results/1,000,000 rows: snapshot/median"),
-      ratio("verify-1m.json:results/1,000,000 rows: verify, code of b072896/median",
+      ratio("verify-1m.json:results/1,000,000 rows: verify, code of c3eacb9/median",
             "verify-1m.json:results/1,000,000 rows: snapshot/median"),
       ratio("verify-1m.json:results/1,000,000 rows: verify/median",
-            "verify-1m.json:results/1,000,000 rows: verify, code of b072896/median"))),
+            "verify-1m.json:results/1,000,000 rows: verify, code of c3eacb9/median"))),
     ("benchmarks/README.md", "| 10,000,000 | {} | {} | {} MB | {} MB |",
      tuple(v(f"verify-10m-fast.json:results/10,000,000 rows: {k}/median", "{:,.0f}")
            for k in ("snapshot", "verify", "verify peak RSS",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from cdc_ingest.config import parse_pipeline
@@ -235,3 +236,39 @@ def test_a_column_added_later_stands_for_its_default_where_a_message_lacks_it() 
     assert result.counts["differing"] == 3, result.samples
     assert [s.key for s in result.samples["differing"]] == ['{"id":2}', '{"id":3}', '{"id":4}']
     assert result.samples["differing"][0].detail.startswith("d: mysql 2.00 | topic (absent)")
+
+
+def test_a_key_already_compact_is_kept_only_where_the_full_reading_agrees() -> None:
+    """canonical_key's shortcut (a one-member object of a plain string or a short canonical
+    integer is its own form) against the full reading, on keys near that form."""
+    import random  # noqa: PLC0415
+    import re  # noqa: PLC0415
+
+    import orjson  # noqa: PLC0415
+
+    from cdc_ingest.verify import topics  # noqa: PLC0415
+
+    def full(raw: bytes) -> bytes:
+        with contextlib.suppress(orjson.JSONDecodeError):
+            found = orjson.loads(raw)
+            if type(found) is dict and all(type(v) in topics._PLAIN for v in found.values()):
+                return dumps(found)
+        try:
+            return dumps(parse(raw))
+        except ValueError:
+            return raw
+
+    rng = random.Random(11)
+    alphabet = b' !"#[\\]~az09-:{},.\x7f\x00\xc3\xa9eE+'
+    shortcuts = 0
+    for _ in range(50_000):
+        base = rng.choice([b'{"id":%d}' % rng.randrange(-10**19, 10**19), b'{"k":"a b"}',
+                           b'{"id":-0}', b'{"id":007}', b'{"":""}', b'{"id":1.0}'])
+        raw = bytearray(base)
+        for _ in range(rng.randrange(3)):
+            raw[rng.randrange(len(raw))] = rng.choice(alphabet)
+        if re.fullmatch(topics._COMPACT, bytes(raw)):
+            shortcuts += 1
+        assert canonical_key(bytes(raw)) == full(bytes(raw)), bytes(raw)
+    assert shortcuts > 5_000
+    assert not topics._compact(b'{"id":12345678901234567890}')  # beyond 64 bits: read fully
