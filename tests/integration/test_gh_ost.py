@@ -29,6 +29,10 @@ there only: it is not parametrized over the other servers, where gh-ost itself f
 The key change needs a unique key shared by the old and the new definition (gh-ost refuses
 the plain one: ``No shared unique key can be found after ALTER! Bailing out``), so it keeps
 ``id`` unique: ``DROP PRIMARY KEY, ADD PRIMARY KEY (id, k), ADD UNIQUE KEY id_uk (id)``.
+
+gh-ost itself can lose a change there: a row updated twice during the copy came out of the
+cut-over with its first new value, so MySQL's own ``t`` went back; the topic follows MySQL,
+which is what the test holds it to.
 """
 
 from __future__ import annotations
@@ -53,7 +57,6 @@ from tests.integration.test_online_schema_change import (
     _mysql_rows,
     _topic_rows,
     _wait_equal,
-    _went_back,
     _Writer,
 )
 
@@ -163,6 +166,9 @@ def test_gh_ost_under_writes_leaves_the_topics_equal_to_mysql(
     assert len(re.findall(rf"renamed to captured name\(s\) [^\n]*{db}\.t[ ,]", text)) == 4, \
         text[-3000:]
     assert "changed from" not in text and "re-keying" not in text, text[-3000:]
-    assert not _went_back(kafka, f"{db}.t"), "a key's v went back"
+    # Not the pt-osc test's "v never goes back" check: gh-ost v1.1.6 on MariaDB can lose a
+    # change it should have applied to _t_gho (seen: key 699 updated to v=1788, then 1817 in
+    # t during the copy; after the cut-over MySQL's t held 1788 and the topic, rightly, too).
+    # What the topic must hold is MySQL's rows, checked after every step above.
     for gone in ("_t_gho", "_t_ghc", "_t_del"):  # gh-ost's tables: nothing of them left live
         assert not any(_latest(kafka, f"{db}.{gone}").values()), gone
