@@ -8,13 +8,18 @@ from pathlib import Path
 
 from cdc_ingest.capture.options import capture_options
 from cdc_ingest.capture.positions import PositionStore
+from cdc_ingest.commands.acl_checks import acl_checks
+from cdc_ingest.commands.acls import pipeline_acls, principal_of, render
 from cdc_ingest.commands.preflight import Check, mysql_checks
 from cdc_ingest.config import PipelineDef, load_pipeline
 from cdc_ingest.config.sink import UpsertKafkaSinkDef
 from cdc_ingest.errors import CdcIngestError, ConfigError
 from cdc_ingest.kafka.admin import transactions_usable
+from cdc_ingest.kafka.errors import is_denied
 from cdc_ingest.model import Position
+from cdc_ingest.mysql import connection_settings
 from cdc_ingest.registry import RegistryClient, RegistryConfig, RegistryError
+from cdc_ingest.verify.mysql import MySqlSide
 
 
 def registry_checks(defn: PipelineDef) -> list[Check]:
@@ -48,6 +53,21 @@ def registry_checks(defn: PipelineDef) -> list[Check]:
     return checks
 
 
+def _tables(defn: PipelineDef) -> list[tuple[str, str]]:
+    """The tables the pipeline captures now (none when MySQL cannot be asked: its own checks
+    say why)."""
+    try:
+        mysql = MySqlSide(connection_settings(defn.source), 0)
+    except CdcIngestError:
+        return []
+    try:
+        return mysql.tables(defn.source.captures)
+    except CdcIngestError:
+        return []
+    finally:
+        mysql.close()
+
+
 def run_validate(config_path: Path, echo: Callable[[str], None]) -> bool:
     """Print every check; True when all pass. Config errors are raised (``ConfigError``)."""
     defn = load_pipeline(config_path)
@@ -61,6 +81,11 @@ def run_validate(config_path: Path, echo: Callable[[str], None]) -> bool:
     checks: list[Check] = []
 
     kafka_problem = transactions_usable(options.kafka, f"{options.transactional_id}.validate")
+    tables = _tables(defn)
+    if kafka_problem is not None and is_denied(kafka_problem):
+        txn = [a for a in pipeline_acls(defn, tables) if a.resource == "transactional-id"]
+        line = render(txn, principal_of(defn), defn.transactional_id_prefix).splitlines()[-1]
+        kafka_problem += f" Grant it: {line}"
     checks.append(
         Check(
             "kafka transactions",
@@ -71,6 +96,8 @@ def run_validate(config_path: Path, echo: Callable[[str], None]) -> bool:
             "broker needs transaction.state.log.replication.factor <= its broker count",
         )
     )
+    if kafka_problem is None:
+        checks.extend(acl_checks(defn, options.kafka, tables))
     checks.extend(registry_checks(defn))
     positions: list[tuple[str, Position]] = []
     if kafka_problem is None:

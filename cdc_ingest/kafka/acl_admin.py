@@ -1,15 +1,18 @@
-"""ACLs and SCRAM logins written through Kafka's Admin API (the secured test broker's
-harness, cdc_ingest/services/kafka_secured.py)."""
+"""ACLs through Kafka's Admin API: SCRAM logins and ACLs written (the secured test broker's
+harness, cdc_ingest/services/kafka_secured.py), and what ``validate`` asks to find a missing
+ACL without changing anything."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
     AclBinding,
     AclOperation,
     AclPermissionType,
     AdminClient,
+    NewTopic,
     ResourcePatternType,
     ResourceType,
     ScramCredentialInfo,
@@ -17,6 +20,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
+from cdc_ingest.kafka.errors import is_denied
 from cdc_ingest.kafka.logs import with_logger
 
 # (resource type, pattern type, name, operation), as kafka-acls.sh names them
@@ -44,3 +48,48 @@ def create_acls(config: dict[str, Any], principal: str, grants: list[Grant]) -> 
                 for kind, pattern, name, operation in grants]
     for future in admin.create_acls(bindings).values():
         future.result(timeout=WAIT_S)
+
+
+def _denial(exc: KafkaException) -> str | None:
+    """Kafka's words when ``exc`` is the authorizer's refusal, else None."""
+    err = exc.args[0] if exc.args else None
+    if isinstance(err, KafkaError) and is_denied(err.name()):
+        return f"{err.name()}: {err.str()}"
+    return None
+
+
+def topic_refusal(config: dict[str, Any], topic: str) -> str | None:
+    """Why the principal may not use ``topic`` as the pipeline does, or None: an existing
+    topic is described; a missing one is created with ``validate_only`` (checked, not
+    made). Read and Write are not tried (they would leave records); a refusal of those is
+    a named error (exit 14) when the pipeline runs."""
+    admin = AdminClient(with_logger(config))
+    try:
+        meta = admin.list_topics(topic=topic, timeout=WAIT_S)
+    except KafkaException as exc:
+        return _denial(exc)
+    info = meta.topics.get(topic)
+    if info is not None and info.error is not None and is_denied(info.error.name()):
+        return f"Describe refused ({info.error.name()})"
+    if info is not None and info.error is None:
+        return None
+    future = admin.create_topics([NewTopic(topic, 1, 1)], validate_only=True)[topic]
+    try:
+        future.result(timeout=WAIT_S)
+    except KafkaException as exc:
+        denial = _denial(exc)
+        return f"Create refused ({denial})" if denial else None
+    return None
+
+
+def group_refusal(config: dict[str, Any], group: str) -> str | None:
+    """Why the principal may not describe ``group``, or None. (Listing a group's offsets
+    with no partitions named crashes librdkafka 2.16's admin client.)"""
+    admin = AdminClient(with_logger(config))
+    future = admin.describe_consumer_groups([group])[group]
+    try:
+        future.result(timeout=WAIT_S)
+    except KafkaException as exc:
+        denial = _denial(exc)
+        return f"Describe refused ({denial})" if denial else None
+    return None
