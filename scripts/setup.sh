@@ -70,11 +70,12 @@ if [ "${CDC_INGEST_SETUP_TESTS:-0}" = 1 ]; then  # scripts/test.sh only; the dem
 fi
 
 # gh-ost for tests/integration/test_gh_ost.py: the pinned release built from source with Go
-# into .cache/gh-ost/ (tests/integration/gh_ost.py), skipped when built already; no Go fails
-# setup here with what to install
+# into .cache/gh-ost/ (tests/integration/gh_ost.py), skipped when built already
 if [ "${CDC_INGEST_SETUP_TESTS:-0}" = 1 ]; then
   echo "setup: gh-ost (once: go build, about a minute)" >&2
-  "$PYTHON" -m tests.integration.gh_ost >/dev/null
+  # a build that fails (no Go, the module proxy refusing) does not stop the other tests:
+  # test_gh_ost.py builds again and fails with the reason
+  "$PYTHON" -m tests.integration.gh_ost >/dev/null || echo "setup: warning: gh-ost could not be built; tests/integration/test_gh_ost.py will fail saying why" >&2
 fi
 
 echo "setup: MySQL 9.7 root (once: debootstrap sid + apt-get, about a minute)" >&2
