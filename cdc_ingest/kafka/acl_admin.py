@@ -73,23 +73,23 @@ def topic_refusal(config: dict[str, Any], topic: str) -> str | None:
         return f"Describe refused ({info.error.name()})"
     if info is not None and info.error is None:
         return None
-    future = admin.create_topics([NewTopic(topic, 1, 1)], validate_only=True)[topic]
-    try:
-        future.result(timeout=WAIT_S)
-    except KafkaException as exc:
-        denial = _denial(exc)
-        return f"Create refused ({denial})" if denial else None
-    return None
+    return _refused(admin.create_topics([NewTopic(topic, 1, 1)], validate_only=True)[topic],
+                    "Create")
 
 
 def group_refusal(config: dict[str, Any], group: str) -> str | None:
     """Why the principal may not describe ``group``, or None. (Listing a group's offsets
     with no partitions named crashes librdkafka 2.16's admin client.)"""
-    admin = AdminClient(with_logger(config))
-    future = admin.describe_consumer_groups([group])[group]
+    admin = AdminClient(with_logger(config))  # kept until the answer is in
+    return _refused(admin.describe_consumer_groups([group])[group], "Describe")
+
+
+def _refused(future: Any, operation: str) -> str | None:
+    """``operation`` refused, in Kafka's words, when the authorizer refused the request
+    ``future`` answers; None when it was allowed (whatever else its answer says)."""
     try:
         future.result(timeout=WAIT_S)
     except KafkaException as exc:
         denial = _denial(exc)
-        return f"Describe refused ({denial})" if denial else None
+        return f"{operation} refused ({denial})" if denial else None
     return None

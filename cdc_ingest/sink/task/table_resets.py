@@ -62,6 +62,8 @@ def tombstones(settings: SinkSettings, serde: Serde, ddl: DdlRecord, ts_ms: int,
     hashes to changelog ``partition`` (None: every key), read back once settled."""
     topics, headers, name = serde.route(ddl.db, ddl.table)
     out: list[SinkMessage] = []
+    # one reader of the keys' spelling for all of the table's topics (re-keys take every key)
+    spelling = _same if partition is None else changelog_spelling(settings, ddl)
     for topic in topics:
         messages = read_topic(settings.kafka, topic, RESET_READ_TIMEOUT_S, settled=True)
         if isinstance(serde, EventSerde):  # change events: a delete event per live row
@@ -69,8 +71,7 @@ def tombstones(settings: SinkSettings, serde: Serde, ddl: DdlRecord, ts_ms: int,
                                partition))
             continue
         exclusive = not settings.router.rules and topic == name
-        keys = live_keys(messages, ddl, changelog_partitions, partition, exclusive,
-                         _same if partition is None else changelog_spelling(settings, ddl))
+        keys = live_keys(messages, ddl, changelog_partitions, partition, exclusive, spelling)
         out.extend((topic, key, None, headers, ts_ms, name) for key in keys)
     return out
 
