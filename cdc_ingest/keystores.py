@@ -21,6 +21,7 @@ import os
 import re
 import secrets
 import shutil
+import ssl
 import subprocess
 import tempfile
 from pathlib import Path
@@ -107,7 +108,7 @@ def pem_identity(chain: str, key: str, password: str | None, where: str) -> tupl
 
 def _unencrypted(pem: bytes, password: str | None, where: str) -> str:
     # an unencrypted key is read as it is, a password given or not (as Java's PEM store)
-    secret = password.encode() if password and b"ENCRYPTED" in pem[:40] else None
+    secret = password.encode() if password and b"ENCRYPTED" in pem[:100] else None
     try:
         key = load_pem_private_key(pem, secret)
     except (ValueError, TypeError):
@@ -203,3 +204,17 @@ def _jks_to_pkcs12(path: str, password: str | None, key_password: str | None
                       "-deststorepass:env", "CDC_INGEST_DESTPASS"], env)
         data = Path(target).read_bytes()
     return data, out
+
+
+def load_identity(context: ssl.SSLContext, certs: str, key: str, where: str) -> None:
+    """Give ``context`` a client certificate and key through an in-memory file (OpenSSL
+    reads paths only): nothing is written to a disk."""
+    fd = os.memfd_create("cdc-ingest-client-key", os.MFD_CLOEXEC)
+    try:
+        os.write(fd, (certs + key).encode())
+        context.load_cert_chain(f"/proc/self/fd/{fd}")
+    except ssl.SSLError as exc:
+        raise StoreError(f"{where}: the certificate does not match the key ({exc.reason}). "
+                         "Fix: export both from one key entry") from None
+    finally:
+        os.close(fd)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_ingest.config import PipelineDef
+from cdc_ingest.model import names
 from cdc_ingest.mysql import ConnectionSettings, KeyColumns, connection_settings
 
 
@@ -61,6 +62,10 @@ class CaptureOptions:
     # sink.transaction-metadata.topic is set: rows carry their table order, and each MySQL
     # transaction's end is a TX record in every partition (docs/changelog-format.md)
     transaction_metadata: bool = False
+    # the id an earlier release gave capture for this name (``cdc-ingest.Shop.capture``, the
+    # topics being ``cdc-ingest.shop.*``): fenced at start, so a capture of that release
+    # still running cannot write beside this one (config/definition.py)
+    old_transactional_id: str | None = None
 
 
 def startup_spec(defn: PipelineDef) -> StartupSpec:
@@ -80,6 +85,8 @@ def capture_options(defn: PipelineDef) -> CaptureOptions:
     return CaptureOptions(
         pipeline=p.name,
         transactional_id=defn.capture_transactional_id,
+        old_transactional_id=(None if (old := defn.old_transactional_id_prefix) is None
+                              else names.capture_transactional_id(old)),
         connection=connection_settings(s),
         server_id=s.server_id_first,
         kafka=defn.kafka_config(),

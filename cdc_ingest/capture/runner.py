@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import signal
 from types import FrameType
+from typing import Any
 
 from cdc_ingest import metrics
 from cdc_ingest.capture.binlog import BinlogReader, Replica
@@ -38,8 +39,9 @@ from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.snapshot.phase import SnapshotPhase
 from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.capture.transaction import ChangelogTransaction, Limits
-from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer
+from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer, fence
 from cdc_ingest.kafka.admin import FIRST_CONTACT_S
+from cdc_ingest.kafka.errors import KafkaAccessDenied
 from cdc_ingest.kafka.limits import message_limit
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import Catalog, TableFacts
@@ -84,6 +86,8 @@ class Capture:
         # Registering the transactional id aborts whatever a killed predecessor left open,
         # so the position read next is the last one that really committed.
         self._tx.register()
+        if o.old_transactional_id is not None:
+            fence_old_capture(o.kafka, o.old_transactional_id)
         try:
             # A snapshot request (capture/signals.py) ends a run; the next one takes it.
             while (isinstance(self._run_once(partitions), SnapshotRequested)
@@ -124,8 +128,8 @@ class Capture:
             return BinlogReader(replica, at, o.captured, self._table_facts,
                                 stopping=self.stopping, idle=binlog.idle)
 
-        log.info("capture %s starts at %s (row decoder: %s)", o.pipeline,
-                 tx.position.describe() or "binlog head", decoder_kind())
+        log.info("capture %s starts at %s (row decoder: %s, transactional id %s)", o.pipeline,
+                 tx.position.describe() or "binlog head", decoder_kind(), o.transactional_id)
         # a re-key (schema.change.behavior: evolve) runs with the binlog closed, which is
         # then read again from the committed position
         while isinstance(ended := binlog.run(open_reader, o.connect_retries), RekeyRequested):
@@ -199,3 +203,15 @@ class Capture:
 def install_signal_handlers(capture: Capture) -> None:
     signal.signal(signal.SIGTERM, capture.request_stop)
     signal.signal(signal.SIGINT, capture.request_stop)
+
+
+def fence_old_capture(kafka: dict[str, Any], transactional_id: str) -> None:
+    """Fence the id an earlier release gave capture for this pipeline's name, so a capture of
+    that release still running stops, and a transaction it left open no longer holds back
+    the position read next. A principal refused the id never wrote under it."""
+    try:
+        fence(kafka, [transactional_id])
+    except KafkaAccessDenied:
+        log.debug("not fencing %s: this principal may not use it", transactional_id)
+        return
+    log.info("fenced %s, the transactional id earlier releases gave capture", transactional_id)

@@ -66,7 +66,8 @@ def block(item: Item, avro: AvroReader | None = None) -> str:
         return line(item, avro)
     counts = ", ".join(f"{topic} {n}" for topic, n in item.data_collections.items())
     when = datetime.fromtimestamp(item.ts_ms / 1000, UTC).isoformat(timespec="milliseconds")
-    head = f"transaction {item.id} ({item.event_count} messages: {counts}) committed {when}"
+    noun = "message" if item.event_count == 1 else "messages"
+    head = f"transaction {item.id} ({item.event_count} {noun}: {counts}) committed {when}"
     return "\n".join([head, *(f"  {line(m, avro)}" for m in item.messages)])
 
 

@@ -6,13 +6,13 @@ what is written."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field, PlainSerializer, PlainValidator, SecretStr
 
 from cdc_ingest.config.problems import Found, problem
 from cdc_ingest.config.types import ConfigModel, MaskedDict, is_secret_property
+from cdc_ingest.keystores import StoreError, identity, trusted_certificates
 from cdc_ingest.registry import RegistryConfig
 
 PREFIX = "avro-confluent."
@@ -63,14 +63,19 @@ class AvroConfluentOptions(ConfigModel):
         None, alias="bearer-auth.token", description="the bearer token; secret")
     ssl_truststore_location: str | None = Field(
         None, alias="ssl.truststore.location",
-        description="CA certificates (PEM) to trust for an https url")
+        description="CA certificates to trust for an https url: a JKS or PKCS12 trust store "
+        "(as Flink reads it) or PEM")
     ssl_truststore_password: SecretStr | None = Field(
-        None, alias="ssl.truststore.password", description="not needed for PEM; accepted")
+        None, alias="ssl.truststore.password", description="the trust store's password (JKS, "
+        "PKCS12); secret")
     ssl_keystore_location: str | None = Field(
         None, alias="ssl.keystore.location",
-        description="the client certificate and its private key (PEM) for mutual TLS")
+        description="the client certificate and its private key for mutual TLS: a JKS or "
+        "PKCS12 key store, or PEM (certificate and key in one file)")
     ssl_keystore_password: SecretStr | None = Field(
-        None, alias="ssl.keystore.password", description="the private key's password")
+        None, alias="ssl.keystore.password", description="the key store's password, also the "
+        "key's unless `properties.schema.registry.ssl.key.password` is set (for PEM: the "
+        "key's); secret")
     properties: ClientProperties = Field(
         MaskedDict(), description="`avro-confluent.properties.<k>`: Confluent client properties; "
         "`basic.auth.user.info`, `bearer.auth.token`, `schema.registry.ssl.*` are read as the "
@@ -82,9 +87,12 @@ class AvroConfluentOptions(ConfigModel):
                      else props.get("basic.auth.user.info"))
         token = (self.bearer_auth_token.get_secret_value() if self.bearer_auth_token
                  else props.get("bearer.auth.token"))
-        key_password = (self.ssl_keystore_password.get_secret_value()
-                        if self.ssl_keystore_password
-                        else props.get("schema.registry.ssl.keystore.password"))
+        store_password = (self.ssl_keystore_password.get_secret_value()
+                          if self.ssl_keystore_password
+                          else props.get("schema.registry.ssl.keystore.password"))
+        ca_password = (self.ssl_truststore_password.get_secret_value()
+                       if self.ssl_truststore_password
+                       else props.get("schema.registry.ssl.truststore.password"))
         source = (self.basic_auth_credentials_source
                   or props.get("basic.auth.credentials.source") or "").upper()
         return RegistryConfig(
@@ -93,9 +101,11 @@ class AvroConfluentOptions(ConfigModel):
             bearer_token=token,
             ca_file=self.ssl_truststore_location
             or props.get("schema.registry.ssl.truststore.location"),
+            ca_password=ca_password,
             cert_file=self.ssl_keystore_location
             or props.get("schema.registry.ssl.keystore.location"),
-            key_password=key_password)
+            store_password=store_password,
+            key_password=props.get("schema.registry.ssl.key.password") or store_password)
 
 
 def gather(data: dict[str, Any]) -> dict[str, Any]:
@@ -172,19 +182,26 @@ def problems(side: str, fmt: str, options: AvroConfluentOptions | None) -> Found
     if options.bearer_auth_token is not None and options.basic_auth_user_info is not None:
         found.append(((where, "bearer-auth.token"), "and basic-auth.user-info are both set",
                       "keep one way of authenticating"))
-    for option, path in (("ssl.truststore.location", options.ssl_truststore_location),
-                         ("ssl.keystore.location", options.ssl_keystore_location)):
-        if path is None:
-            continue
-        file = Path(path)
-        if not file.is_file():
-            found.append(((where, option), f"'{path}' is not a readable file",
-                          "give the path of a PEM file"))
-        elif b"-----BEGIN" not in file.read_bytes()[:65536]:
-            found.append(((where, option), f"'{path}' is not PEM (a JKS or PKCS12 store?)",
-                          "convert it: keytool -importkeystore -srckeystore <store> "
-                          "-destkeystore store.p12 -deststoretype PKCS12, then openssl pkcs12 "
-                          "-in store.p12 -out store.pem -nodes"))
+    found.extend(_store_problems(where, options))
+    return found
+
+
+def _store_problems(where: str, options: AvroConfluentOptions) -> Found:
+    """A trust or key store that cannot be read, as the registry client would read it."""
+    config = options.registry_config()
+    found: Found = []
+    try:
+        if config.ca_file:
+            trusted_certificates(config.ca_file, None, config.ca_password)
+    except StoreError as exc:
+        found.append(((where, "ssl.truststore.location"), str(exc),
+                      "give the trust store Flink would read, with its password"))
+    try:
+        if config.cert_file:
+            identity(config.cert_file, None, config.store_password, config.key_password)
+    except StoreError as exc:
+        found.append(((where, "ssl.keystore.location"), str(exc),
+                      "give the key store Flink would read, with its password"))
     return found
 
 

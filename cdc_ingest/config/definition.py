@@ -12,7 +12,7 @@ from cdc_ingest.config.problems import Found, raise_problems
 from cdc_ingest.config.sink import UpsertKafkaSinkDef
 from cdc_ingest.config.source import MySqlSourceDef
 from cdc_ingest.config.transform import TransformDef
-from cdc_ingest.config.types import ConfigModel
+from cdc_ingest.config.types import ConfigModel, is_safe_id
 from cdc_ingest.errors import ConfigError, ConfigProblem
 from cdc_ingest.kafka.config import client_config
 from cdc_ingest.kafka.logs import GROUP_BASE
@@ -39,6 +39,17 @@ class PipelineDef(ConfigModel):
     def transactional_id_prefix(self) -> str:
         """``sink.transactional-id-prefix``, by default ``cdc-ingest.<pipeline id>``."""
         return self.sink.sink_transactional_id_prefix or f"cdc-ingest.{self.pipeline.id}"
+
+    @property
+    def old_transactional_id_prefix(self) -> str | None:
+        """The prefix earlier releases derived from a name with capitals
+        (``cdc-ingest.Shop``, the topics being ``cdc-ingest.shop.*``); its sink group and
+        transaction metadata state are carried over once (sink/driver/old_names.py). None
+        when the prefix is given or the name never spelled it differently."""
+        if self.sink.sink_transactional_id_prefix or not is_safe_id(self.name):
+            return None
+        old = f"cdc-ingest.{self.name}"
+        return None if old == self.transactional_id_prefix else old
 
     def kafka_config(self, **overrides: Any) -> dict[str, Any]:
         """Every Kafka client's settings: ``properties.*`` as librdkafka takes them

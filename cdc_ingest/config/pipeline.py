@@ -14,7 +14,7 @@ from pydantic import Field, field_validator, model_validator
 from cdc_ingest.config.durations import Duration
 from cdc_ingest.config.problems import raise_problems
 from cdc_ingest.config.source_types import checked_selector
-from cdc_ingest.config.types import ConfigModel, KafkaTopic, choice, is_safe_id, slug
+from cdc_ingest.config.types import ConfigModel, KafkaTopic, choice, slug
 from cdc_ingest.errors import ConfigError
 from cdc_ingest.routing.routes import GROUP_REFERENCE, RouteMode, RouteRule
 
@@ -56,10 +56,11 @@ class PipelineOptions(ConfigModel):
 
     name: str = Field(DEFAULT_NAME, min_length=1, max_length=200,
                       description="the pipeline's name, free text as in Flink CDC (`MySQL to "
-                      "Kafka Pipeline`). Its id names its topics, transactional ids and state: "
-                      "the name itself when it is only letters, digits, '.', '_' and '-', else "
-                      "the name in lower case with every other run of characters as '-' "
-                      "(`mysql-to-kafka-pipeline`)")
+                      "Kafka Pipeline`). Its id, `<name>` below, spells it in every topic, "
+                      "transactional id, group and state path: in lower case, every run of "
+                      "characters other than letters, digits, '.', '_' and '-' as '-' "
+                      "(`mysql-to-kafka-pipeline`), so `Shop` and `shop` are one pipeline "
+                      "and fence each other")
     parallelism: int = Field(1, ge=1, description="partitions of the changelog topic "
                              "(= Spark sink tasks)")
     route_mode: Mode = Field(RouteMode.ALL_MATCH, alias="route-mode",
@@ -107,8 +108,10 @@ class PipelineOptions(ConfigModel):
 
     @property
     def id(self) -> str:
-        """What names the pipeline's Kafka ids (``name`` itself when it is a safe id)."""
-        return self.name if is_safe_id(self.name) else slug(self.name)
+        """The one spelling of the name in every Kafka name and path the pipeline derives
+        (topics, transactional ids, groups, ``state.dir``): ``Shop`` and ``shop`` are one
+        pipeline, and fence each other."""
+        return slug(self.name)
 
     @model_validator(mode="before")
     @classmethod

@@ -95,14 +95,14 @@ _DEFAULTS: dict[type[BaseModel], dict[str, str]] = {
         "name": "none",
         "topic.partitions": "broker default",
         "topic.replication-factor": "broker default",
-        "sink.transactional-id-prefix": "`cdc-ingest.<pipeline name>`",
+        "sink.transactional-id-prefix": "`cdc-ingest.<name>`, from `name`",
     },
     KafkaSinkDef: {
         "name": "none",
         "topic": "none: the table id (`<db>.<table>`, or the route's sink-table)",
         "topic.partitions": "broker default",
         "topic.replication-factor": "broker default",
-        "sink.transactional-id-prefix": "`cdc-ingest.<pipeline name>`",
+        "sink.transactional-id-prefix": "`cdc-ingest.<name>`, from `name`",
     },
     RouteDef: {},
     TransformDef: {},
@@ -120,8 +120,9 @@ _DEFAULTS: dict[type[BaseModel], dict[str, str]] = {
 _AVRO_NOTE = (
     "Flink's `avro-confluent` options with the `key.` / `value.` prefix upsert-kafka gives a "
     "format's options; `avro-confluent.<option>` without a prefix sets both (the prefixed one "
-    "wins). Flink's fallback names `schema-registry.url`/`.subject` are accepted. TLS files "
-    "are PEM. What is written: [output-contract.md](output-contract.md#avro-confluent)."
+    "wins). Flink's fallback names `schema-registry.url`/`.subject` are accepted. TLS stores "
+    "are JKS, PKCS12 or PEM, as Flink reads them. What is written: "
+    "[output-contract.md](output-contract.md#avro-confluent)."
 )
 
 _TRANSFORM_NOTE = (

@@ -19,6 +19,7 @@ from cdc_ingest.config.types import (
     choice,
     is_secret_property,
 )
+from cdc_ingest.kafka.config import java_client_config
 from cdc_ingest.kafka.java_settings import librdkafka_settings
 
 
@@ -112,8 +113,13 @@ class KafkaSinkBase(ConfigModel):
         description="replication factor of the topics cdc-ingest creates")
     sink_transactional_id_prefix: SafeId | None = Field(
         None, alias="sink.transactional-id-prefix",
-        description="prefix of every Kafka transactional id (capture: `<prefix>.capture`, "
-        "sink: `<prefix>.sink.<partition>`)")
+        description="prefix of every Kafka transactional id, group and state topic of the "
+        "pipeline: transactional ids `<prefix>.capture`, `<prefix>.sink.<partition>`, "
+        "`<prefix>.tx-metadata`, `<prefix>.capture.validate` (validate's probe); groups "
+        "`<prefix>.sink` (what the sink wrote), `<prefix>.tools.*` (readers), "
+        "`<prefix>.spark*` (Spark's Kafka source); topics `<prefix>.signals`, "
+        "`<prefix>.verify`, `<prefix>.tx-parts`, `<prefix>.tx-state` (`cdc-ingest acls` "
+        "prints the ACLs for all of them)")
     sink_transaction_metadata_topic: KafkaTopic | None = Field(
         None, alias="sink.transaction-metadata.topic",
         description="opt-in: a BEGIN and an END record per MySQL transaction, as Debezium "
@@ -182,7 +188,8 @@ def property_problems(sink: KafkaSinkBase) -> Found:
             found.append(((PASS_THROUGH_PREFIX + key,), "is managed by cdc-ingest",
                           f"remove it: {why}"))
     _, untranslated = librdkafka_settings(props)
-    for item in untranslated:
+    _, for_java = java_client_config(props)
+    for item in untranslated + for_java:
         found.append(((PASS_THROUGH_PREFIX + item.name,), item.what, item.fix))
     exactly_once = sink.sink_delivery_guarantee.value == "exactly-once"
     if exactly_once and props.get("enable.idempotence", "").lower() == "false":

@@ -9,7 +9,7 @@ from cdc_ingest.kafka.admin import TopicAdmin, TopicSpec
 from cdc_ingest.kafka.config import client_config
 from cdc_ingest.kafka.consumer import Message, read_topic
 from cdc_ingest.kafka.errors import FencedError, KafkaClientError
-from cdc_ingest.kafka.producer import PlainProducer, TransactionalProducer
+from cdc_ingest.kafka.producer import PlainProducer, TransactionalProducer, fence
 
 __all__ = [
     "FencedError",
@@ -20,5 +20,6 @@ __all__ = [
     "TopicSpec",
     "TransactionalProducer",
     "client_config",
+    "fence",
     "read_topic",
 ]

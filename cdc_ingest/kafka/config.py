@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cdc_ingest.kafka.java_settings import librdkafka_settings
+from cdc_ingest.kafka.java_client import java_client_settings
+from cdc_ingest.kafka.java_settings import Problem, librdkafka_settings
 
 # properties.* go to two clients: librdkafka (capture, the sink's writers, admin) and the Java
 # client inside Spark's Kafka source. The Java spellings are carried over to librdkafka's
@@ -60,6 +61,14 @@ def client_config(properties: Mapping[str, Any], **overrides: Any) -> dict[str, 
             config[name] = value
     config.update(overrides)
     return config
+
+
+def java_client_config(properties: Mapping[str, Any]) -> tuple[dict[str, str], list[Problem]]:
+    """The Java client's settings (Spark's Kafka source): the Java spellings as they are,
+    librdkafka's carried over (kafka/java_client.py); and what cannot be carried over."""
+    given = {key.removeprefix("properties."): str(_secret_value(value))
+             for key, value in properties.items()}
+    return java_client_settings(given, LIBRDKAFKA_ONLY)
 
 
 def _secret_value(value: Any) -> Any:

@@ -28,6 +28,25 @@ _QUIET = ("CONFWARN",)
 _QUIET_TEXT = ("fenced by a newer instance",)
 
 
+# librdkafka's words for a login that failed (a token, SASL, TLS): remembered, so the error of
+# the operation that then fails for want of a broker can say why (errors.py)
+_LOGIN_FAILED = re.compile(r"Failed to (?:retrieve|acquire) OIDC token|SASL authentication "
+                           r"(?:error|failed)|Authentication failed|SSL handshake failed|"
+                           r"certificate verify failed", re.I)
+_THREAD_PREFIX = re.compile(r"^(?:\w+ )?\[[^]]*\] \[[^]]*\]: ")
+LOGIN_MEMORY_S = 120.0
+_last_login_failure: list[tuple[float, str]] = []  # the last one only
+
+
+def recent_login_failure() -> str | None:
+    """librdkafka's last word on a login that failed, if it said one in the last
+    :data:`LOGIN_MEMORY_S`."""
+    found = _last_login_failure[-1:]
+    if not found or time.monotonic() - found[0][0] > LOGIN_MEMORY_S:
+        return None
+    return found[0][1]
+
+
 class _OncePerCondition(logging.Filter):
     """Let a librdkafka line through once per :data:`REPEAT_S` per condition."""
 
@@ -42,6 +61,8 @@ class _OncePerCondition(logging.Filter):
                 part in text for part in _QUIET_TEXT):
             record.levelno, record.levelname = logging.DEBUG, "DEBUG"
             return LOGGER.isEnabledFor(logging.DEBUG)
+        if _LOGIN_FAILED.search(text):
+            _last_login_failure[:] = [(time.monotonic(), _THREAD_PREFIX.sub("", text))]
         if record.levelno > logging.WARNING:  # the caller reports what failed, with a fix
             record.levelno, record.levelname = logging.WARNING, "WARNING"
         condition = _NUMBERS.sub("", text)

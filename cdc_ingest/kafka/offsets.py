@@ -37,7 +37,8 @@ _PENDING_HINT = (
 class GroupOffsets:
     """Reads and commits one group's offsets without joining it (no rebalances)."""
 
-    def __init__(self, config: dict[str, Any], group_id: str, timeout_s: float = 30.0):
+    def __init__(self, config: dict[str, Any], group_id: str, timeout_s: float = 30.0,
+                 stable: bool = True):
         self.group_id = group_id
         self._timeout = timeout_s
         self._consumer = Consumer(
@@ -46,8 +47,9 @@ class GroupOffsets:
                 "group.id": group_id,
                 "enable.auto.commit": False,
                 # read_committed makes the offset fetch wait for pending transactional
-                # commits of this group (require_stable), as KIP-447 needs.
-                "isolation.level": "read_committed",
+                # commits of this group (require_stable), as KIP-447 needs; ``stable=False``
+                # reads what is committed now, without waiting.
+                "isolation.level": "read_committed" if stable else "read_uncommitted",
             }
         )
 
@@ -80,6 +82,13 @@ class GroupOffsets:
         self._retrying(lambda _timeout: self._consumer.commit(
             offsets=[TopicPartition(topic, partition, offset)], asynchronous=False),
             "commit offsets")
+
+    def commit_all(self, topic: str, offsets: dict[int, int]) -> None:
+        """Commit an offset of each partition named, in one request."""
+        wanted = [TopicPartition(topic, p, offset) for p, offset in sorted(offsets.items())]
+        self._retrying(lambda _timeout: self._consumer.commit(offsets=wanted,
+                                                              asynchronous=False),
+                       "commit offsets")
 
     def close(self) -> None:
         self._consumer.close()

@@ -265,3 +265,14 @@ class PlainProducer(_Sender):
             if self._strict:
                 raise KafkaClientError(text)
             log.warning("delivery-guarantee none: %s", text)
+
+
+def fence(config: dict[str, Any], transactional_ids: list[str]) -> None:
+    """Register each id and let it go: a producer still holding one is fenced, and what it
+    left open is aborted (or its commit completed) at once, not after its timeout."""
+    for transactional_id in transactional_ids:
+        producer = TransactionalProducer(config, transactional_id)
+        try:
+            producer.init()
+        finally:
+            producer.close()

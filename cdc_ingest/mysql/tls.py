@@ -9,14 +9,13 @@ client key is handed to OpenSSL through an anonymous in-memory file, never writt
 from __future__ import annotations
 
 import functools
-import os
 import ssl
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cdc_ingest.config.jdbc import store_path
 from cdc_ingest.errors import SourceError
-from cdc_ingest.keystores import StoreError, identity, trusted_certificates
+from cdc_ingest.keystores import StoreError, identity, load_identity, trusted_certificates
 
 if TYPE_CHECKING:
     from cdc_ingest.config.jdbc import JdbcPropertiesDef
@@ -103,16 +102,10 @@ def _read_store(store: Store, want_key: bool) -> tuple[str, str]:
 
 
 def _load_client(ctx: ssl.SSLContext, pem: str, store: Store) -> None:
-    """The client's certificate and key, through an in-memory file (OpenSSL reads paths)."""
-    fd = os.memfd_create("cdc-ingest-client-key", os.MFD_CLOEXEC)
     try:
-        os.write(fd, pem.encode())
-        ctx.load_cert_chain(f"/proc/self/fd/{fd}")
-    except ssl.SSLError as exc:
-        raise SourceError(f"{store.option}: {store.path}: the certificate does not match the "
-                          f"key ({exc.reason}). Fix: export both from one key entry") from None
-    finally:
-        os.close(fd)
+        load_identity(ctx, pem, "", f"{store.option}: {store.path}")
+    except StoreError as exc:
+        raise SourceError(str(exc)) from None
 
 
 def tls_failure(exc: BaseException) -> str | None:

@@ -27,7 +27,16 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from cdc_ingest.keystores import (
+    StoreError,
+    identity,
+    load_identity,
+    pem_identity,
+    trusted_certificates,
+)
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +70,12 @@ class RegistryConfig:
     urls: tuple[str, ...]
     user_info: str | None = field(default=None, repr=False)  # "user:password"
     bearer_token: str | None = field(default=None, repr=False)
-    ca_file: str | None = None  # PEM
-    cert_file: str | None = None  # PEM: the client certificate (and its key, unless key_file)
+    ca_file: str | None = None  # the CAs to trust: PEM, JKS or PKCS12 (cdc_ingest/keystores.py)
+    ca_password: str | None = field(default=None, repr=False)  # of a JKS or PKCS12 one
+    # the client certificate and its key: PEM (the key in key_file when not here), JKS, PKCS12
+    cert_file: str | None = None
     key_file: str | None = None
+    store_password: str | None = field(default=None, repr=False)
     key_password: str | None = field(default=None, repr=False)
     retry_seconds: float = RETRY_SECONDS
 
@@ -226,11 +238,30 @@ def _quote(subject: str) -> str:
 def _ssl_context(config: RegistryConfig) -> ssl.SSLContext | None:
     if not any(u.lower().startswith("https:") for u in config.urls):
         return None
-    context = ssl.create_default_context(cafile=config.ca_file)
-    if config.cert_file:
-        context.load_cert_chain(config.cert_file, config.key_file,
-                                password=config.key_password)
+    try:
+        if config.ca_file:
+            context = ssl.create_default_context(cadata=trusted_certificates(
+                config.ca_file, None, config.ca_password))
+        else:
+            context = ssl.create_default_context()
+        if config.cert_file:
+            if config.key_file:
+                certs, key = pem_identity(_text(config.cert_file), _text(config.key_file),
+                                          config.key_password, config.key_file)
+            else:
+                certs, key = identity(config.cert_file, None, config.store_password,
+                                      config.key_password)
+            load_identity(context, certs, key, config.cert_file)
+    except StoreError as exc:
+        raise RegistryError(f"the Schema Registry's TLS settings: {exc}") from None
     return context
+
+
+def _text(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StoreError(f"cannot read {path} ({exc.__class__.__name__})") from None
 
 
 __all__ = ["RegistryClient", "RegistryConfig", "RegistryError", "RegistryRefused",

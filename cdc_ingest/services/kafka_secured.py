@@ -5,7 +5,9 @@ client certificates and an authorizer, from the same Maven Central jars as
 Listeners (all on 127.0.0.1):
 
 - ``SASL_SSL`` (:attr:`SecuredKafkaBroker.sasl_bootstrap`): SCRAM-SHA-512, SCRAM-SHA-256
-  (users added with :meth:`add_scram_user`) and PLAIN (``plain-user`` / ``plain-secret``);
+  (users added with :meth:`add_scram_user`), PLAIN (``plain-user`` / ``plain-secret``) and
+  OAUTHBEARER with tokens of a local identity provider (services/oidc_provider.py; clients
+  added with :meth:`add_oauth_client`, their token endpoint :attr:`token_endpoint`);
 - ``SSL`` (:attr:`ssl_bootstrap`): a client certificate is required; its CN is the principal
   (:meth:`client_identity` makes one signed by the broker's CA);
 - ``PLAINTEXT`` (:attr:`bootstrap`): the harness's own door (readiness, adding users and ACLs,
@@ -22,11 +24,23 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import subprocess
+import sys
 from pathlib import Path
 
 from cdc_ingest.kafka.acl_admin import Grant, add_scram_user, create_acls
-from cdc_ingest.services._process import LOCALHOST, free_port
+from cdc_ingest.services import oidc_provider
+from cdc_ingest.services._process import (
+    LOCALHOST,
+    free_port,
+    log_tail,
+    pid_alive,
+    read_pid,
+    spawn_detached,
+    stop_pid,
+    wait_until,
+)
 from cdc_ingest.services.kafka import KafkaBroker, _require
 
 log = logging.getLogger(__name__)
@@ -53,6 +67,7 @@ class SecuredKafkaBroker(KafkaBroker):
         saved = json.loads(ports)
         self.sasl_port: int = saved.get("sasl") or free_port()
         self.ssl_port: int = saved.get("ssl") or free_port()
+        self.oidc_port: int = saved.get("oidc") or free_port()
 
     @property
     def _ports_file(self) -> Path:
@@ -61,6 +76,64 @@ class SecuredKafkaBroker(KafkaBroker):
     @property
     def tls(self) -> Path:
         return self.home / "tls"
+
+    @property
+    def _oidc_home(self) -> Path:
+        return self.home / "oidc"
+
+    @property
+    def token_endpoint(self) -> str:
+        return f"http://{LOCALHOST}:{self.oidc_port}/token"
+
+    @property
+    def _jwks_endpoint(self) -> str:
+        return f"http://{LOCALHOST}:{self.oidc_port}/jwks"
+
+    def add_oauth_client(self, client_id: str, secret: str) -> None:
+        """A client of the identity provider; its tokens' principal is ``User:<client_id>``."""
+        oidc_provider.add_client(self._oidc_home, client_id, secret)
+
+    def start(self) -> None:
+        """The identity provider first: the broker reads its keys when it starts."""
+        self._start_oidc()
+        super().start()
+
+    def stop(self, wipe: bool = False) -> None:
+        super().stop(wipe=False)
+        pid = read_pid(self._oidc_home / "pid")
+        if pid is not None:
+            stop_pid(pid, oidc_provider.__name__)
+        if wipe:
+            super().stop(wipe=True)
+
+    def _start_oidc(self) -> None:
+        home = self._oidc_home
+        home.mkdir(parents=True, exist_ok=True)
+        pid = read_pid(home / "pid")
+        if pid is None or not pid_alive(pid, oidc_provider.__name__):
+            self._save_ports()
+            pid = spawn_detached([sys.executable, "-m", oidc_provider.__name__, str(home),
+                                  str(self.oidc_port)], home / "oidc.out", home)
+            (home / "pid").write_text(f"{pid}\n")
+
+        def answering() -> bool:
+            try:
+                socket.create_connection((LOCALHOST, self.oidc_port), 0.5).close()
+                return True
+            except OSError:
+                return False
+        wait_until(answering, timeout=30, what="the identity provider",
+                   details=lambda: log_tail(home / "oidc.out"))
+
+    def _save_ports(self) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        self._ports_file.write_text(json.dumps({"sasl": self.sasl_port, "ssl": self.ssl_port,
+                                                "oidc": self.oidc_port}))
+
+    def _java(self, libs: Path, main: str, *args: str) -> list[str]:
+        command = super()._java(libs, main, *args)
+        allowed = f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={self._jwks_endpoint}"
+        return [command[0], allowed, *command[1:]]
 
     @property
     def sasl_bootstrap(self) -> str:
@@ -72,8 +145,7 @@ class SecuredKafkaBroker(KafkaBroker):
 
     def _write_config(self) -> None:
         super()._write_config()
-        self.home.mkdir(parents=True, exist_ok=True)
-        self._ports_file.write_text(json.dumps({"sasl": self.sasl_port, "ssl": self.ssl_port}))
+        self._save_ports()
         self._make_tls()
         p, c, tls = self.port, int(self._controller_port or 0), self.tls
         scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
@@ -91,7 +163,12 @@ class SecuredKafkaBroker(KafkaBroker):
             "ssl.truststore.type": "PEM",
             "ssl.truststore.location": str(tls / "ca.pem"),
             "listener.name.ssl.ssl.client.auth": "required",
-            "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN,OAUTHBEARER",
+            "listener.name.sasl_ssl.oauthbearer.sasl.jaas.config":
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+            "listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class":
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+            "sasl.oauthbearer.jwks.endpoint.url": self._jwks_endpoint,
             "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": scram,
             "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": scram,
             "listener.name.sasl_ssl.plain.sasl.jaas.config":

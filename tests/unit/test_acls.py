@@ -4,6 +4,8 @@ these; here, what each kind of name comes out as."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from cdc_ingest.commands.acls import pipeline_acls, principal_of, render
 from tests.unit.test_config import minimal, parse
 
@@ -48,3 +50,22 @@ def test_every_name_of_the_pipeline_sink_topics_and_routes() -> None:
 def test_a_certificate_login_names_no_principal() -> None:
     defn = parse(minimal(sink={"properties.security.protocol": "SSL"}))
     assert principal_of(defn) == "User:<principal>"
+
+
+def test_the_example_in_operations_md_is_what_the_command_prints() -> None:
+    text = (Path(__file__).parents[2] / "docs" / "operations.md").read_text()
+    shown = text.split("<!-- acls example -->\n```sh\n", 1)[1].split("```\n", 1)[0]
+    defn = parse(minimal(
+        source={"tables": r"shop.\.*"},
+        sink={"properties.bootstrap.servers": "kafka-1:9093",
+              "properties.security.protocol": "SASL_SSL",
+              "properties.sasl.mechanism": "SCRAM-SHA-512",
+              "properties.sasl.jaas.config":
+                  "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                  'username="cdc-shop" password="x";',
+              "sink.delivery-guarantee": "exactly-once"},
+        pipeline={"name": "shop"}))
+    printed = render(pipeline_acls(defn, [("shop", "orders"), ("shop", "items")]),
+                     principal_of(defn), defn.transactional_id_prefix)
+    assert shown == printed.rstrip("\n") + "\n"
+    assert "username=\"cdc-shop\"" in text  # the sink settings it says it is for

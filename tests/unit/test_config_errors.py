@@ -9,6 +9,7 @@ import yaml
 
 from cdc_ingest.config import parse_pipeline
 from cdc_ingest.errors import ConfigError, ConfigProblem
+from cdc_ingest.kafka.logs import GROUP_BASE
 from tests.unit.test_config import minimal
 
 
@@ -232,9 +233,31 @@ def test_a_pipeline_name_is_free_text_and_its_id_a_safe_spelling_of_it() -> None
     assert defn.pipeline.id == "mysql-to-kafka-pipeline"
     assert defn.transactional_id_prefix == "cdc-ingest.mysql-to-kafka-pipeline"
     assert defn.pipeline.changelog_topic == "cdc-ingest.mysql-to-kafka-pipeline.changelog"
-    # a name that is an id already keeps it (pipelines started before keep their ids)
-    defn = parse_pipeline(yaml.safe_dump(minimal(pipeline={"name": "Shop_1"})), {})
-    assert defn.transactional_id_prefix == "cdc-ingest.Shop_1"
+    assert defn.old_transactional_id_prefix is None
+
+
+def test_every_kafka_name_spells_the_name_one_way() -> None:
+    """``Shop_1`` and ``shop_1`` are one pipeline: the same topics, ids, groups and state
+    directory, so one fences the other; what earlier releases spelled ``cdc-ingest.Shop_1``
+    is named for the carry-over (sink/driver/old_names.py)."""
+    shop, lower = (parse_pipeline(yaml.safe_dump(minimal(pipeline={"name": n})), {})
+                   for n in ("Shop_1", "shop_1"))
+
+    def names(defn: Any) -> tuple[Any, ...]:
+        return (defn.pipeline.changelog_topic, defn.pipeline.offsets_topic,
+                defn.pipeline.schema_topic, defn.pipeline.state_dir,
+                defn.capture_transactional_id, defn.sink_transactional_id(3),
+                defn.sink_group_id, defn.signal_topic, defn.verify_topic,
+                defn.kafka_config()[GROUP_BASE])
+
+    assert names(shop) == names(lower)
+    assert shop.capture_transactional_id == "cdc-ingest.shop_1.capture"
+    assert shop.sink_group_id == "cdc-ingest.shop_1.sink"
+    assert shop.old_transactional_id_prefix == "cdc-ingest.Shop_1"
+    assert lower.old_transactional_id_prefix is None
+    given = parse_pipeline(yaml.safe_dump(minimal(
+        pipeline={"name": "Shop_1"}, sink={"sink.transactional-id-prefix": "Mine"})), {})
+    assert (given.transactional_id_prefix, given.old_transactional_id_prefix) == ("Mine", None)
 
 
 def test_specific_offset_needs_a_position() -> None:

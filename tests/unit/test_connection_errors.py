@@ -123,6 +123,31 @@ def test_an_executor_python_that_cannot_run_the_tasks_is_named_with_the_fix(
     assert fix in str(error) and not isinstance(error, SinkUnavailable)
 
 
+@pytest.mark.parametrize(("text", "grant"), [
+    # a task's own refusal, pickled through Spark
+    ("org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+     "cdc_ingest.kafka.errors.KafkaAccessDenied: Kafka failed while initializing transactions: "
+     "KafkaError{code=TRANSACTIONAL_ID_AUTHORIZATION_FAILED,val=53}. Kafka refused it to this "
+     "principal (ACLs): grant Describe and Write on the pipeline's transactional ids (prefix "
+     "<prefix>.); `cdc-ingest acls --config FILE` prints every ACL the pipeline needs",
+     "Describe and Write on the pipeline's transactional ids"),
+    # Spark's Kafka source (the Java client)
+    ("org.apache.spark.SparkException: ... Caused by: "
+     "org.apache.kafka.common.errors.TopicAuthorizationException: Not authorized to access "
+     "topics: [cdc-ingest.p.changelog]\n\tat org.apache.kafka...",
+     "Describe, Read, Write and Create on the topic"),
+    ("org.apache.kafka.common.errors.GroupAuthorizationException: Not authorized to access "
+     "group: cdc-ingest.p.spark-x", "Describe and Read on the pipeline's groups"),
+])
+def test_a_sink_refused_by_kafkas_authorizer_exits_14_naming_the_grant(text: str,
+                                                                     grant: str) -> None:
+    error = query_failed(Exception(text))
+    said = str(error)
+    assert error.exit_code == 14, said
+    assert grant in said and said.count("cdc-ingest acls --config FILE") == 1, said
+    assert "cdc-ingest.p" in said or "TRANSACTIONAL_ID" in said, said
+
+
 @pytest.mark.parametrize("message", [
     "Error: connecting slave requested to start from GTID 0-1-500, which is not in the "
     "master's binlog. Since the master's binlog contains GTIDs with higher sequence numbers",

@@ -7,6 +7,7 @@ import logging
 import pytest
 
 from cdc_ingest.kafka import logs
+from cdc_ingest.kafka.errors import KafkaClientError
 
 
 def _line(ms: int) -> logging.LogRecord:
@@ -58,3 +59,26 @@ def test_a_fenced_producers_fatal_line_goes_to_debug(caplog: pytest.LogCaptureFi
                      "transaction: Local: This instance has been fenced by a newer instance "
                      "(_FENCED)")
     assert not caplog.records
+
+
+def test_a_failed_login_is_named_by_the_error_that_follows(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A login that failed (a token refused, SASL, TLS) makes the next request find no broker;
+    that request's error says why, for a while, and only an error of that kind does."""
+    now = [5000.0]
+    monkeypatch.setattr(logs.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(logs, "_last_login_failure", [])
+    once = logs._OncePerCondition()
+    once.filter(logging.LogRecord(
+        "rdkafka", logging.WARNING, __file__, 1, 'OIDC [rdkafka#consumer-1] [thrd:background]: '
+        'Failed to retrieve OIDC token from "http://idp/token": {"error": "invalid_client"} '
+        "(401)", (), None))
+    failed = str(KafkaClientError("cannot read topic t: Local: Broker transport failure"))
+    assert failed == (
+        "cannot read topic t: Local: Broker transport failure. The Kafka client could not log "
+        'in just before: Failed to retrieve OIDC token from "http://idp/token": {"error": '
+        '"invalid_client"} (401). Fix: check the login settings (properties.sasl.*, the token '
+        "endpoint, the trust and key stores) and the credentials")
+    assert str(KafkaClientError("message too large")) == "message too large"
+    now[0] += logs.LOGIN_MEMORY_S + 1
+    assert str(KafkaClientError("Broker transport failure")) == "Broker transport failure"

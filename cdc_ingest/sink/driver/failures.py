@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import re
 
+from cdc_ingest import exit_codes
 from cdc_ingest.errors import TRANSIENT_EXIT_CODE, SinkError
+from cdc_ingest.kafka.errors import KafkaAccessDenied, is_denied
 
 # "RuntimeError: ..." or "cdc_ingest.kafka.errors.FencedError: ..." at the start of a line
 _PYTHON_ERROR = re.compile(r"^(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): .*$", re.MULTILINE)
@@ -42,8 +44,25 @@ _STALE_CHECKPOINT = ("Some data may have been lost", "offset was changed from")
 _MISSING_LOG_ENTRY = re.compile(r"batch (\d+) doesn't exist")
 
 
+class SinkAccessDenied(SinkError):
+    """Kafka's authorizer refused the sink (a task, or Spark's Kafka source) a topic, group
+    or transactional id: the message names the ACL to grant."""
+
+    exit_code = exit_codes.KAFKA_DENIED
+
+
+# the Java client's refusal, in Spark's Kafka source: its class and message
+_JAVA_DENIED = re.compile(r"org\.apache\.kafka\.common\.errors\.(\w+AuthorizationException: .*)")
+# a task's own (cdc_ingest/kafka/errors.py), pickled through Spark
+_TASK_DENIED = re.compile(r"KafkaAccessDenied: (.*)")
+
+
 def query_failed(exc: BaseException, checkpoint: str = "") -> SinkError:
     text = str(exc)
+    if is_denied(text):
+        found = _TASK_DENIED.search(text) or _JAVA_DENIED.search(text)
+        said = found.group(1) if found else _cause(text)
+        return SinkAccessDenied(f"the sink query failed: {KafkaAccessDenied(said)}")
     missing = _MISSING_LOG_ENTRY.search(text)
     if missing:
         return SinkError(

@@ -134,10 +134,7 @@ class TxMetadataWriter:
         # Fencing completes the last writer's transaction (committed or aborted); the state
         # topic has no other writer, so read to its true end (settled) nothing newer exists.
         self._tx.register()
-        state = None
-        for msg in read_topic(self._kafka, self._state_topic, settled=True):
-            if msg.key == STATE_KEY and msg.value is not None:
-                state = orjson.loads(msg.value)
+        state = read_state(self._kafka, self._state_topic)
         if state is not None:
             self._next = int(state["next"])
             self._tally = Tally({int(p): int(at) for p, at in state["cut"].items()})
@@ -235,6 +232,15 @@ class TxMetadataWriter:
             if self._reader is not None:
                 self._reader.close()
             self._tx.close()
+
+
+def read_state(kafka: dict[str, Any], topic: str) -> dict[str, Any] | None:
+    """The last state a writer committed to ``topic`` (read to its settled end), or None."""
+    state = None
+    for msg in read_topic(kafka, topic, settled=True):
+        if msg.key == STATE_KEY and msg.value is not None:
+            state = orjson.loads(msg.value)
+    return state
 
 
 def tx_metadata_writer(defn: PipelineDef) -> TxMetadataWriter | None:

@@ -31,7 +31,7 @@ from cdc_ingest import metrics
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.errors import SinkError
 from cdc_ingest.kafka import KafkaClientError
-from cdc_ingest.kafka.config import LIBRDKAFKA_ONLY
+from cdc_ingest.kafka.config import java_client_config
 from cdc_ingest.model.names import spark_group_prefix
 from cdc_ingest.sink.driver.failures import query_failed
 from cdc_ingest.sink.driver.head_start import HeadStart, past_head_start
@@ -75,14 +75,13 @@ _NOT_FOR_SPARK = {
 def source_options(defn: PipelineDef, start: str | None) -> dict[str, str]:
     """Options of the Spark Kafka source; every ``properties.*`` (TLS, SASL) goes to it."""
     options: dict[str, str] = {}
-    for name, value in defn.sink.properties.items():
-        if name in LIBRDKAFKA_ONLY:
-            continue  # the librdkafka spelling; the Java client takes its own
+    java, _ = java_client_config(defn.sink.properties)  # validate reports what it cannot map
+    for name, value in java.items():
         if name in _NOT_FOR_SPARK:
             log.warning("properties.%s is not given to Spark's Kafka source: %s",
                         name, _NOT_FOR_SPARK[name])
         else:
-            options[f"kafka.{name}"] = str(value)
+            options[f"kafka.{name}"] = value
     options.update({
         "subscribe": defn.pipeline.changelog_topic,
         # its consumers' groups under the pipeline's prefix, as every group of it is

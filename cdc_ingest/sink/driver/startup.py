@@ -30,6 +30,7 @@ from cdc_ingest.kafka import TopicAdmin
 from cdc_ingest.kafka.admin import FIRST_CONTACT_S
 from cdc_ingest.kafka.limits import FLOOR
 from cdc_ingest.sink.driver.offset_log import local_path
+from cdc_ingest.sink.driver.old_names import carry_over
 from cdc_ingest.sink.settings import SinkSettings
 from cdc_ingest.sink.task.writer import committed_offsets
 
@@ -88,6 +89,7 @@ def changelog(defn: PipelineDef, settings: SinkSettings,
             return None
         wait = min(TOPIC_POLL_MAX_S, wait * 2)
     limit = admin.topic_config(topic).get("max.message.bytes")
+    carry_over(defn, partitions)  # before anything reads the sink group's offsets
     committed = None
     if local_checkpoint_has_offsets(defn.pipeline.checkpoint_dir) is False:
         committed = committed_offsets(settings)

@@ -54,6 +54,12 @@ def is_local(master: str | None) -> bool:
     return master == "local" or master.startswith("local[")
 
 
+# Source options whose key or value matches are shown as *********(redacted) in plans, logs
+# and the UI: Spark's own (`url`), and the Kafka logins and keys (kafka/java_client.py puts a
+# client key inline); Spark's spark.redaction.regex (secret, password, token) applies too.
+REDACTED_OPTIONS = r"(?i)url|jaas|keystore\.key|sasl\.oauthbearer|BEGIN [A-Z ]*PRIVATE KEY"
+
+
 def _settings(master: str) -> dict[str, str]:
     jars = fetch_spark_kafka_jars()
     settings = {
@@ -74,6 +80,7 @@ def _settings(master: str) -> dict[str, str]:
         # broker busy; 50 ms costs an idle query at most 50 ms more before it sees a new
         # change, and busy batches run back to back anyway (measured: docs/decisions/0010).
         "spark.sql.streaming.pollingDelay": "50ms",
+        "spark.sql.redaction.options.regex": REDACTED_OPTIONS,
     }
     # the JIT choice, and Spark's classes from the CDS archive (when missing: a WARNING, and
     # its build planned for after the first batch, cds.after_first_batch)
