@@ -64,6 +64,7 @@ def extensions() -> list:  # type: ignore[type-arg]
         return []
     return cythonize(
         ["cdc_ingest/capture/_rowdecode.pyx", "cdc_ingest/capture/_rowencode.pyx",
+         "cdc_ingest/capture/_jsontext.pyx",
          "cdc_ingest/capture/snapshot/_textrows.pyx", "cdc_ingest/verify/_rowbytes.pyx",
          "cdc_ingest/verify/_buckets.pyx"],
         compiler_directives={"language_level": "3"},

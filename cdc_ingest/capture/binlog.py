@@ -39,10 +39,10 @@ from cdc_ingest.capture.decoder import (
     DELETE,
     INSERT,
     UPDATE,
+    capture_json_text,
     failing_column,
 )
 from cdc_ingest.capture.events import BinlogEvent, Ddl, Heartbeat, Rows, TxBegin, TxCommit
-from cdc_ingest.capture.mysql_json import json_text
 from cdc_ingest.capture.partial_rows import PartialJsonError, PartialRows
 from cdc_ingest.capture.socket_reader import Idle, SocketReader
 from cdc_ingest.capture.tablemap import CatalogLookup, SchemaCache
@@ -99,8 +99,9 @@ class BinlogReader:
         # inside a transaction with end_log_pos 0 (binlog_legacy_event_pos=OFF, the default):
         # their rows take this position, inside their transaction (after its GTID event).
         self._known_pos = start.pos or 0
+        json_text = capture_json_text()
         self._schemas = SchemaCache(catalog, json_text)
-        self._partial = PartialRows()
+        self._partial = PartialRows(json_text)
         self._start = start
         self._file = start.file or ""
         self.received = False  # whether the server sent anything (the connection worked)

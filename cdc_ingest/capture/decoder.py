@@ -24,7 +24,8 @@ from cdc_ingest.capture.binlog_schema import (
 )
 from cdc_ingest.capture.geometry import geometry_json
 from cdc_ingest.capture.mariadb_types import PLUGIN_TYPES
-from cdc_ingest.capture.plan import compile_plan, compiled_available
+from cdc_ingest.capture.mysql_json import json_text as python_json_text
+from cdc_ingest.capture.plan import compile_plan, compiled_available, compiled_json_text
 
 RowDecoder = Callable[[bytes, int], tuple[list[Any], int]]
 RowPair = tuple[list[Any] | None, list[Any] | None]
@@ -219,6 +220,14 @@ def decoder_kind() -> str:
             )
         return "python"
     return "compiled"
+
+
+def capture_json_text() -> JsonText:
+    """The reader of MySQL's binary JSON that goes with :func:`decoder_kind`: the compiled one
+    (``_jsontext.pyx``) when built, else, and with ``CDC_INGEST_DECODER=python``, the reference
+    :func:`cdc_ingest.capture.mysql_json.json_text`. Both give the same text."""
+    compiled = compiled_json_text() if decoder_kind() == "compiled" else None
+    return python_json_text if compiled is None else compiled
 
 
 def event_decoder(schema: TableSchema, json_text: JsonText) -> EventDecoder:

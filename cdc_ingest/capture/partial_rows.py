@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdc_ingest.capture.binlog_schema import FieldType, TableSchema
+from cdc_ingest.capture.binlog_schema import FieldType, JsonText, TableSchema
 from cdc_ingest.capture.decoder import RowDecoder, RowPair, compile_decoder
 from cdc_ingest.capture.json_diff import apply_json_diff
 from cdc_ingest.capture.mysql_json import json_text
@@ -40,8 +40,10 @@ def _keep_binary(data: bytes) -> bytes:
 class PartialRows:
     """Decodes partial update events, one image decoder per table layout."""
 
-    def __init__(self) -> None:
+    def __init__(self, json_text: JsonText = json_text) -> None:
+        """``json_text`` reads the documents that are not diffs (``capture_json_text``)."""
         self._decoders: dict[tuple[object, ...], RowDecoder] = {}
+        self._text = json_text
 
     def decode(self, schema: TableSchema, raw: bytes, off: int, end: int) -> list[RowPair]:
         decode = self._decoders.get(schema.signature)
@@ -61,13 +63,16 @@ class PartialRows:
             after, off = decode(raw, off)
             for bit, i in enumerate(json_columns):
                 old, new = before[i], after[i]
-                before[i] = _text(old)
+                before[i] = self._document(old)
                 if partial >> bit & 1:
                     after[i] = self._apply(schema, i, old, new)
                 else:
-                    after[i] = _text(new)
+                    after[i] = self._document(new)
             rows.append((before, after))
         return rows
+
+    def _document(self, value: Any) -> Any:
+        return None if value is None else self._text(value)
 
     @staticmethod
     def _apply(schema: TableSchema, i: int, old: Any, diff: Any) -> str:
@@ -79,7 +84,3 @@ class PartialRows:
             return apply_json_diff(old, diff)
         except ValueError as exc:
             raise PartialJsonError(column, exc) from exc
-
-
-def _text(value: Any) -> Any:
-    return None if value is None else json_text(value)

@@ -24,6 +24,10 @@ try:
     from cdc_ingest.capture import _rowdecode, _rowencode  # type: ignore[attr-defined]  # noqa: F401
 except ImportError:  # built without a C compiler or Cython: the pure-Python decoder serves
     _rowdecode = None
+try:
+    from cdc_ingest.capture import _jsontext  # type: ignore[attr-defined]
+except ImportError:  # likewise: mysql_json.json_text reads binary JSON
+    _jsontext = None
 
 # Opcodes of _rowdecode.pyx (keep in step with its DEF lines).
 OP_I8, OP_U8, OP_I16, OP_U16, OP_I24, OP_U24, OP_I32, OP_U32, OP_I64, OP_U64 = range(1, 11)
@@ -49,6 +53,11 @@ PlanOp = tuple[int, int, int, Any]  # opcode, a, b, Python object (helper, label
 def compiled_available() -> bool:
     """Whether the C extension was built (``pip install`` with a C compiler)."""
     return _rowdecode is not None
+
+
+def compiled_json_text() -> JsonText | None:
+    """The compiled twin of :func:`cdc_ingest.capture.mysql_json.json_text`, if built."""
+    return None if _jsontext is None else _jsontext.json_text
 
 
 def _payload_op(col: ColumnSpec, width: int, json_text: JsonText) -> PlanOp:
