@@ -156,8 +156,19 @@ def _runner(conn: pymysql.Connection[Any]) -> Any:
 
 def gtid_seq(gtid: str) -> int:
     """The sequence number of a GTID (``0-1-5``, ``uuid:5``) or the last one of a one-range
-    GTID set (``uuid:1-5``)."""
-    return int(re.split(r"[-:]", gtid.strip())[-1])
+    GTID set (``uuid:1-5``). In a MySQL set with tagged GTIDs (``uuid:1-9:tag:1-3``, once a
+    test wrote tagged transactions on the server) the last of the untagged ones: the
+    transactions tests write are untagged."""
+    text = gtid.strip()
+    untagged: list[str] = []
+    if ":" in text:
+        for token in text.split(",")[-1].split(":")[1:]:
+            if not token[:1].isdigit():
+                break  # a tag: its intervals follow
+            untagged.append(token)
+    if untagged:
+        return max(int(interval.split("-")[-1]) for interval in untagged)
+    return int(re.split(r"[-:]", text)[-1])
 
 
 def insert_sequence(cur: Any, table: str, columns: str, first: int, last: int) -> None:
