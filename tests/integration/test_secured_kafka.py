@@ -13,6 +13,7 @@ its own (mutual TLS, the certificate's CN the principal).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,24 @@ def _table(mariadb: Any, db: str, rows: int) -> Any:
     return conn
 
 
+def _values(broker: Any, topic: str) -> dict[int, Any]:
+    """``id`` -> ``v`` of the sink topic's last value per key (None: a tombstone), read back
+    through the harness's door."""
+    return {orjson.loads(m.key)["id"]: None if m.value is None else orjson.loads(m.value)["v"]
+            for m in sink_topic(broker, topic)}
+
+
+def _snapshot_then_live(conn: Any, rows: Callable[[], dict[int, Any]], count: int) -> None:
+    """Wait for the ``count`` rows of ``t`` in the sink topic, then update rows 1-3 and delete
+    the last one, and wait for those changes there too."""
+    wait_for(lambda: len(rows()) == count, timeout=240, what="the snapshot in the sink topic")
+    with conn.cursor() as cur:
+        cur.execute("UPDATE t SET v = 'changed' WHERE id <= 3")
+        cur.execute("DELETE FROM t WHERE id = %s", (count,))
+    wait_for(lambda: rows().get(3) == "changed" and rows().get(count, 0) is None,
+             timeout=120, what="the live changes in the sink topic")
+
+
 def _grant_printed(broker: Any, config: Path, user: str) -> str:
     """Grant ``User:<user>`` exactly the ACLs `cdc-ingest acls` prints; what it printed."""
     printed = cli("acls", "--config", str(config), "--principal", f"User:{user}")
@@ -118,17 +137,8 @@ def test_a_pipeline_with_java_client_settings_against_tls_scram_and_acls(
     try:
         def rows() -> dict[int, Any]:
             assert proc.poll() is None, log.read_text()[-3000:]
-            out: dict[int, Any] = {}
-            for m in sink_topic(broker, f"{db}.t"):  # read back through the harness's door
-                out[orjson.loads(m.key)["id"]] = None if m.value is None else orjson.loads(
-                    m.value)["v"]
-            return out
-        wait_for(lambda: len(rows()) == 50, timeout=180, what="the snapshot in the sink topic")
-        with conn.cursor() as cur:
-            cur.execute("UPDATE t SET v = 'changed' WHERE id <= 5")
-            cur.execute("DELETE FROM t WHERE id = 50")
-        wait_for(lambda: rows().get(1) == "changed" and rows().get(50, 0) is None,
-                 timeout=120, what="the live changes in the sink topic")
+            return _values(broker, f"{db}.t")
+        _snapshot_then_live(conn, rows, 50)
         report = cli("verify", "--config", str(config))
         assert report.returncode == 0, report.stdout + report.stderr
         status = cli("status", "--config", str(config))
@@ -323,8 +333,7 @@ def test_oauthbearer_client_credentials_for_every_client(
     try:
         def values() -> dict[int, Any]:
             assert proc.poll() is None, log.read_text()[-3000:]
-            return {orjson.loads(m.key)["id"]: None if m.value is None
-                    else orjson.loads(m.value)["v"] for m in sink_topic(broker, f"{db}.t")}
+            return _values(broker, f"{db}.t")
         wait_for(lambda: len(values()) == 15, timeout=180, what="the snapshot through Spark")
         with conn.cursor() as cur:
             cur.execute("UPDATE t SET v = 'changed' WHERE id = 2")

@@ -677,3 +677,67 @@ def test_the_readme_states_the_health_check_compose_yaml_runs() -> None:
     stated = (f"every {seconds['interval']} s, unhealthy after {check['retries']} failures, "
               f"{seconds['start_period']} s start period")
     assert stated in text, f"docker/README.md should say: {stated}"
+
+
+# ---------------------------------------------------------------- compose.secured-kafka.yaml
+
+SECURED = DOCKER / "compose.secured-kafka.yaml"
+SECURED_PIPELINE = DOCKER / "pipeline.secured-kafka.yaml"
+
+
+class _ComposeTags(yaml.SafeLoader):
+    """Compose's merge tags (``!override``, ``!reset``) read as the plain value they tag."""
+
+
+def _tagged(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_scalar(node)  # type: ignore[arg-type]
+
+
+for _tag in ("!override", "!reset"):
+    _ComposeTags.add_constructor(_tag, _tagged)
+
+
+def _secured() -> dict[str, Any]:
+    return yaml.load(SECURED.read_text(), Loader=_ComposeTags)
+
+
+def _readme_table(heading: str) -> list[list[str]]:
+    text = (DOCKER / "README.md").read_text()
+    section = text.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return [[cell.strip() for cell in line.strip("|").split("|")]
+            for line in section.splitlines()
+            if line.startswith("| `")]
+
+
+def test_secured_kafka_override_documents_every_variable_and_default() -> None:
+    used = {m.group(1): (m.group(2), m.group(3)) for m in _COMPOSE_VAR.finditer(SECURED.read_text())
+            if m.group(1)}
+    # the passwords: secrets from variables, which Compose requires to be set
+    used |= {s["environment"]: (":?", "") for s in _secured()["secrets"].values()
+             if "environment" in s}
+    rows = _readme_table("A secured Kafka")
+    documented = {name: row for row in rows for name in re.findall(r"`([A-Z_]+)`", row[0])}
+    assert set(documented) == set(used)
+    for name, (kind, default) in used.items():
+        if kind == ":?":
+            assert documented[name][2] == "required", name
+        elif default:
+            assert f"`{default}`" in documented[name][2], name
+
+
+def test_secured_kafka_override_passes_every_secret_as_a_file() -> None:
+    doc = _secured()
+    cdc = doc["services"][CDC]
+    assert "kafka" not in doc["services"] or doc["services"]["kafka"].get("profiles"), (
+        "the stack's own Kafka must not start beside a Kafka of one's own")
+    assert set(cdc["depends_on"]) == {"mysql"}
+    assert not [v for v in cdc["environment"] if v.endswith("PASSWORD")]
+    read = set(re.findall(r"/run/secrets/([a-z_]+)", SECURED_PIPELINE.read_text()))
+    assert read == set(cdc["secrets"])
+    assert read <= set(doc["secrets"]) | set(compose()["secrets"])
+    mounted = [v.split(":")[:2] for v in cdc["volumes"]]
+    assert ["./pipeline.secured-kafka.yaml", "/etc/cdc-ingest/pipeline.yaml"] in mounted
