@@ -527,7 +527,11 @@ def _fmt(value: float | None, digits: int) -> str:
 
 @dataclass
 class Measure:
-    """One figure measured once per repeat; ``ratio_to`` names the baseline measure, if any."""
+    """One figure measured once per repeat; ``ratio_to`` names the baseline measure, if any.
+
+    ``repeats`` (optional) gives the repeat each sample comes from (1, 2, ...): then a ratio
+    has a spread too, each sample over its own repeat's baseline sample (:func:`ratio_samples`).
+    """
 
     name: str
     unit: str
@@ -535,14 +539,39 @@ class Measure:
     ratio_to: str | None = None
     digits: int = 1
     note: str = ""
+    repeats: list[int] = field(default_factory=list)
 
     @property
     def median(self) -> float | None:
         return median(self.samples)
 
-    def as_json(self, ratio: float | None) -> dict[str, Any]:
-        return {"unit": self.unit, "median": self.median, "samples": self.samples,
-                "ratio_to": self.ratio_to, "ratio": ratio, "note": self.note}
+    @property
+    def spread(self) -> tuple[float, float] | None:
+        """(min, max) of the samples."""
+        return (min(self.samples), max(self.samples)) if self.samples else None
+
+    def by_repeat(self) -> dict[int, float]:
+        """{repeat: sample}; {} when the repeats are not known."""
+        if len(self.repeats) != len(self.samples):
+            return {}
+        return dict(zip(self.repeats, self.samples, strict=True))
+
+    def as_json(self, ratio: float | None,
+                ratio_of_repeats: list[float] | None = None) -> dict[str, Any]:
+        """``ratio``: of the medians (:func:`ratios`); ``ratio_of_repeats``: the per-repeat
+        ratios (:func:`ratio_samples`), written with their min and max when given."""
+        spread = self.spread
+        out: dict[str, Any] = {"unit": self.unit, "median": self.median,
+                               "min": spread[0] if spread else None,
+                               "max": spread[1] if spread else None,
+                               "samples": self.samples, "ratio_to": self.ratio_to,
+                               "ratio": ratio, "note": self.note}
+        if self.repeats:
+            out["repeats"] = self.repeats
+        if ratio_of_repeats:
+            out.update(ratio_samples=ratio_of_repeats, ratio_min=min(ratio_of_repeats),
+                       ratio_max=max(ratio_of_repeats))
+        return out
 
 
 def ratios(measures: Sequence[Measure]) -> dict[str, float | None]:
@@ -556,19 +585,40 @@ def ratios(measures: Sequence[Measure]) -> dict[str, float | None]:
     return out
 
 
-def table(measures: Sequence[Measure], ratio_header: str) -> str:
-    """Plain text, aligned: measure, median, samples, ratio."""
+def ratio_samples(measures: Sequence[Measure]) -> dict[str, list[float]]:
+    """Per measure with a baseline: each repeat's sample over the baseline's sample of the
+    same repeat, in repeat order (repeats where either is missing are left out); [] when the
+    repeats of either are not known."""
+    by_name = {m.name: m for m in measures}
+    out: dict[str, list[float]] = {}
+    for m in measures:
+        base = by_name.get(m.ratio_to or "")
+        mine, theirs = m.by_repeat(), base.by_repeat() if base is not None else {}
+        out[m.name] = [mine[r] / theirs[r] for r in sorted(mine) if theirs.get(r)]
+    return out
+
+
+def table(measures: Sequence[Measure], ratio_header: str, spread: bool = False) -> str:
+    """Plain text, aligned: measure, median, samples, ratio (of the medians). ``spread``: also
+    the samples' min-max, and the min-max of the per-repeat ratios (:func:`ratio_samples`)."""
     ratio_of = ratios(measures)
-    rows = [("measure", "median", "samples", ratio_header)]
+    of_repeats = ratio_samples(measures) if spread else {}
+    header = ["measure", "median", *(["min-max"] if spread else []), "samples", ratio_header,
+              *([f"{ratio_header}: min-max"] if spread else [])]
+    rows = [tuple(header)]
     for m in measures:
         ratio = ratio_of[m.name]
-        rows.append((
-            f"{m.name} ({m.unit})",
-            _fmt(m.median, m.digits),
-            " ".join(_fmt(s, m.digits) for s in m.samples),
-            "-" if ratio is None else f"{ratio:.2f}x",
-        ))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        cells = [f"{m.name} ({m.unit})", _fmt(m.median, m.digits)]
+        if spread:
+            cells.append("-" if m.spread is None or len(m.samples) < 2 else
+                         "-".join(_fmt(x, m.digits) for x in m.spread))
+        cells += [" ".join(_fmt(s, m.digits) for s in m.samples),
+                  "-" if ratio is None else f"{ratio:.2f}x"]
+        if spread:
+            each = of_repeats.get(m.name) or []
+            cells.append(f"{min(each):.2f}-{max(each):.2f}x" if len(each) > 1 else "-")
+        rows.append(tuple(cells))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = []
     for n, row in enumerate(rows):
         left = row[0].ljust(widths[0])

@@ -1,12 +1,14 @@
-"""Debezium's MariaDB connector in Kafka Connect standalone mode, for ``compare.py``.
+"""Debezium's MariaDB or MySQL connector in Kafka Connect standalone mode, for ``compare.py``.
 
-The jars (Debezium's connector and its dependencies, Kafka Connect's runtime and JSON
-converter, log4j2) come from Maven Central: :func:`fetch_jars` writes a pom under
-``.cache/debezium/`` and runs ``mvn dependency:copy-dependencies`` once; later runs reuse the
-jars. :class:`ConnectStandalone` writes the worker, connector and log4j2 files of one run
-into a folder and runs ``org.apache.kafka.connect.cli.ConnectStandalone`` from there, its logs
-and offsets beside them. Nothing here is copied from Debezium or Kafka: both run as
-downloaded.
+What differs between the two is a :class:`Connector` (:data:`CONNECTORS`, by ``--server``):
+the artifact and class, the grants Debezium documents for it, the spelling of "no TLS", and
+the server kind (``_common.SqlServer``) whose GTID sets position it. The jars (Debezium's
+connector and its dependencies, Kafka Connect's runtime and JSON converter, log4j2) come
+from Maven Central: :func:`fetch_jars` writes a pom under ``.cache/debezium/`` and runs
+``mvn dependency:copy-dependencies`` once per connector; later runs reuse the jars.
+:class:`ConnectStandalone` writes the worker, connector and log4j2 files of one run into a
+folder and runs ``org.apache.kafka.connect.cli.ConnectStandalone`` from there, its logs and
+offsets beside them. Nothing here is copied from Debezium or Kafka: both run as downloaded.
 """
 
 from __future__ import annotations
@@ -21,8 +23,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from _common import log_tail, mysql_conn, stop_process
-from capture import gtid_reached
+from _common import MARIADB, MYSQL, SqlServer, log_tail, mysql_conn, stop_process
 
 from cdc_ingest import maven
 from cdc_ingest.services._process import free_port
@@ -31,20 +32,59 @@ log = logging.getLogger("benchmarks.debezium")
 
 DEBEZIUM_VERSION = "3.5.0.Final"  # the newest 3.x Final of the MariaDB connector on Central;
 CONNECT_VERSION = "4.1.1"  # built against Kafka 4.1.1 (its version.kafka), like our broker
+# (the MySQL connector is taken at the same version, so that the two runs differ in the
+# connector only)
 SLF4J_VERSION = "2.0.16"  # as cdc_ingest/services/kafka.py
 LOG4J_VERSION = "2.24.3"
 
-CONNECTOR_CLASS = "io.debezium.connector.mariadb.MariaDbConnector"
 SMT_CLASS = "io.debezium.transforms.ExtractNewRecordState"
 CONNECT_MAIN = "org.apache.kafka.connect.cli.ConnectStandalone"
 
-# A user of its own: Debezium's documented grants for the MariaDB connector. RELOAD for the
-# FLUSH TABLES WITH READ LOCK of the (no-data) snapshot, SHOW DATABASES to list the schemas,
-# BINLOG MONITOR (MariaDB 10.5+'s name of REPLICATION CLIENT) for SHOW MASTER STATUS and
-# SHOW BINARY LOGS, REPLICATION SLAVE to read the binlog, SELECT for the schema snapshot.
+# A user of its own, with the grants Debezium documents for the connector (Connector.grants).
 USER = "debezium"
 PASSWORD = "debezium"
-GRANTS = "SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, BINLOG MONITOR"
+
+
+@dataclass(frozen=True)
+class Connector:
+    """One of Debezium's binlog connectors, as this benchmark runs it."""
+
+    server: SqlServer  # the server kind it reads: GTID sets of the positioning
+    artifact: str  # Maven coordinates without the version
+    connector_class: str
+    grants: str
+    ssl_disabled: str  # database.ssl.mode for plain TCP (the two connectors spell it apart)
+    jar_set: str  # the folder under .cache/ (MariaDB's keeps the name it always had)
+    options: dict[str, str] = field(default_factory=dict)  # more connector properties
+
+    @property
+    def name(self) -> str:
+        return self.server.name
+
+
+# RELOAD for the FLUSH TABLES WITH READ LOCK of the (no-data) snapshot, SHOW DATABASES to list
+# the schemas, BINLOG MONITOR (MariaDB 10.5+'s name of REPLICATION CLIENT) for SHOW MASTER
+# STATUS and SHOW BINARY LOGS, REPLICATION SLAVE to read the binlog, SELECT for the schema
+# snapshot.
+MARIADB_CONNECTOR = Connector(
+    MARIADB, "io.debezium:debezium-connector-mariadb",
+    "io.debezium.connector.mariadb.MariaDbConnector",
+    "SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, BINLOG MONITOR", "disable",
+    f"debezium/{DEBEZIUM_VERSION}-connect-{CONNECT_VERSION}")
+# The MySQL connector's documented grant: the same with REPLICATION CLIENT (SHOW BINARY LOG
+# STATUS, SHOW BINARY LOGS) instead of BINLOG MONITOR. LOCK TABLES is only for hosts without
+# a global read lock (RDS, Aurora); this server has one.
+# MySQL 9 knows only caching_sha2_password: over plain TCP, a login the server has not cached
+# yet needs the server's RSA key, which Connector/J fetches only when allowed (the `driver.`
+# prefix passes a property to it); without it the connector fails validation with "Public Key
+# Retrieval is not allowed". pymysql (cdc-ingest) fetches the key without being asked.
+MYSQL_CONNECTOR = Connector(
+    MYSQL, "io.debezium:debezium-connector-mysql",
+    "io.debezium.connector.mysql.MySqlConnector",
+    "SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT", "disabled",
+    f"debezium/mysql-{DEBEZIUM_VERSION}-connect-{CONNECT_VERSION}",
+    {"driver.allowPublicKeyRetrieval": "true"})
+CONNECTORS = {c.name: c for c in (MARIADB_CONNECTOR, MYSQL_CONNECTOR)}
 
 # As Kafka's bin/connect-standalone.sh starts it: its KAFKA_HEAP_OPTS default and
 # kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS.
@@ -74,23 +114,26 @@ class DebeziumError(RuntimeError):
 
 # -- jars ------------------------------------------------------------------------------------
 
-def fetch_jars(debezium: str = DEBEZIUM_VERSION, connect: str = CONNECT_VERSION) -> Path:
-    """Debezium + Kafka Connect jars in ``.cache/debezium/<debezium>-connect-<connect>/libs``,
-    fetched with Maven on first use (under a lock; safe to run twice or concurrently)."""
+def fetch_jars(connector: Connector = MARIADB_CONNECTOR) -> Path:
+    """Debezium + Kafka Connect jars in ``.cache/<connector.jar_set>/libs``
+    (``debezium/[mysql-]<debezium>-connect-<connect>``), fetched with Maven on first use
+    (under a lock; safe to run twice or concurrently)."""
+    debezium, connect = DEBEZIUM_VERSION, CONNECT_VERSION
     try:
         return maven.fetch_jars(
-            f"debezium/{debezium}-connect-{connect}",
+            connector.jar_set,
             [
                 f"org.apache.kafka:connect-runtime:{connect}",
                 f"org.apache.kafka:connect-json:{connect}",
-                f"io.debezium:debezium-connector-mariadb:{debezium}",
+                f"{connector.artifact}:{debezium}",
                 # slf4j-api 2.x wins over the 1.7 that connect-runtime brings; log4j2 writes
                 # the file
                 f"org.slf4j:slf4j-api:{SLF4J_VERSION}",
                 f"org.apache.logging.log4j:log4j-slf4j2-impl:{LOG4J_VERSION}",
                 f"org.apache.logging.log4j:log4j-core:{LOG4J_VERSION}",
             ],
-            what=f"the Debezium {debezium} and Kafka Connect {connect} jars",
+            what=f"the Debezium {debezium} ({connector.server.label} connector) and Kafka "
+                 f"Connect {connect} jars",
             folder="libs",
             required=[f"debezium-connect-plugins-{debezium}.jar"],  # ExtractNewRecordState
         )
@@ -111,13 +154,15 @@ def java_version() -> str | None:
 # -- the MySQL user ------------------------------------------------------------------------
 
 
-def create_user(admin: dict[str, Any]) -> dict[str, Any]:
-    """Create (or re-grant) the ``debezium`` user with :data:`GRANTS`; its settings."""
+def create_user(admin: dict[str, Any],
+                connector: Connector = MARIADB_CONNECTOR) -> dict[str, Any]:
+    """Create (or re-grant) the ``debezium`` user with the connector's grants; its
+    settings."""
     conn = mysql_conn(admin)
     try:
         with conn.cursor() as cur:
             cur.execute("CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s", (USER, PASSWORD))
-            cur.execute(f"GRANT {GRANTS} ON *.* TO %s@'%%'", (USER,))
+            cur.execute(f"GRANT {connector.grants} ON *.* TO %s@'%%'", (USER,))
     finally:
         conn.close()
     return {"host": admin["host"], "port": int(admin["port"]), "user": USER,
@@ -149,7 +194,8 @@ logger.reflections.level = ERROR
 
 @dataclass
 class ConnectStandalone:
-    """One Kafka Connect standalone worker running one Debezium MariaDB connector.
+    """One Kafka Connect standalone worker running one Debezium connector (MariaDB's, or
+    MySQL's: ``connector``).
 
     Everything of it lives in ``home``: ``worker.properties``, ``connector.properties``,
     ``log4j2.properties``, ``connect.log`` (log4j2) and ``connect.out`` (the JVM's own
@@ -171,6 +217,7 @@ class ConnectStandalone:
     starts: int = 0
     log_start: int = 0  # size of connect.log at the last start: where this run's lines begin
     extra: dict[str, str] = field(default_factory=dict)
+    connector: Connector = MARIADB_CONNECTOR
 
     @property
     def name(self) -> str:
@@ -208,14 +255,16 @@ class ConnectStandalone:
     def connector_config(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "connector.class": CONNECTOR_CLASS,
+            "connector.class": self.connector.connector_class,
             "tasks.max": "1",
             "database.hostname": self.mysql["host"],
             "database.port": str(self.mysql["port"]),
             "database.user": self.mysql["user"],
             "database.password": self.mysql["password"],
             "database.server.id": str(self.server_id),
-            "database.ssl.mode": "disable",  # as cdc-ingest: plain TCP to a local server
+            # as cdc-ingest: plain TCP to a local server
+            "database.ssl.mode": self.connector.ssl_disabled,
+            **self.connector.options,
             "topic.prefix": self.prefix,
             "database.include.list": self.database,
             "table.include.list": f"{self.database}.{self.table}",
@@ -356,6 +405,7 @@ class ConnectStandalone:
         at the binlog head of that moment instead of here.
         """
         saved = dict(self.extra), self.offset_flush_ms
+        server = self.connector.server
         self.extra = {**self.extra, "heartbeat.interval.ms": "1000"}
         self.offset_flush_ms = 1000
         began = time.perf_counter()
@@ -377,11 +427,10 @@ class ConnectStandalone:
                     self.check()
                     with conn.cursor() as cur:
                         cur.execute(marker_sql)
-                        cur.execute("SELECT @@GLOBAL.gtid_binlog_pos")
-                        first_marker = first_marker or str(cur.fetchone()[0])
+                        first_marker = first_marker or server.gtid_state(cur)
                     stored = self.offsets()
                     if (stored and not stored.get("snapshot")
-                            and gtid_reached(stored.get("gtids"), first_marker)):
+                            and server.gtid_reached(stored.get("gtids"), first_marker)):
                         break
                     if time.perf_counter() > deadline:
                         raise DebeziumError(
@@ -393,8 +442,8 @@ class ConnectStandalone:
             code = self.stop()
             self.extra, self.offset_flush_ms = saved
         stored = self.offsets()
-        if not stored or stored.get("snapshot") or not gtid_reached(stored.get("gtids"),
-                                                                     first_marker):
+        if not stored or stored.get("snapshot") or not server.gtid_reached(
+                stored.get("gtids"), first_marker):
             raise DebeziumError(f"after stopping, the stored offset is {stored}, want a "
                                 f"streaming position at or past {first_marker}")
         return {"seconds": time.perf_counter() - began, "streaming_after_s": streaming_s,

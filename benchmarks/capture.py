@@ -244,7 +244,7 @@ def server_version(svc: Services) -> str:
 
 
 def gtid_reached(committed: str | None, target: str) -> bool:
-    """MariaDB GTIDs only (pipeline.py and _debezium.py import it); this script asks
+    """MariaDB GTIDs only (tx_metadata.py imports it); this script asks
     ``svc.server.gtid_reached``, which knows MySQL sets too."""
     return MARIADB.gtid_reached(committed, target)
 

@@ -1,17 +1,22 @@
 """cdc-ingest against Debezium on the same machine, the same binlog range and the same Kafka.
 
-    python benchmarks/compare.py [--rows 1000000] [--repeat 1] [--only alo,eo,first,debezium,floor]
+    python benchmarks/compare.py [--server mariadb|mysql] [--rows 1000000] [--repeat 1]
+                                 [--only alo,eo,eo-nohs,first,debezium,floor]
 
-Starts (or reuses) one MariaDB and one Kafka broker. Positions Debezium's MariaDB connector
-(Kafka Connect standalone, ``snapshot.mode=no_data``) at the binlog head, then writes the
-capture benchmark's workload into ``bench.orders`` once (see capture.py), then per repeat,
-one after the other over that binlog range: (a) cdc-ingest end to end at-least-once and
-(b) exactly-once (capture + Spark sink, as pipeline.py measures them), (c) Debezium resuming
-from its stored offset until its output topic holds every row change, (d) plain
-python-mysql-replication decoding (capture.py's baseline) as the floor, (e) ``first``:
-``cdc-ingest start`` from the spawn to the first sink-topic message read_committed, with the
-backlog and with an empty one (see _first.py). Prints a table and writes JSON. See the
-compare.py section of benchmarks/README.md.
+Starts (or reuses) one MariaDB (``--server mysql``: the project's Oracle MySQL 9.7) and one
+Kafka broker. Positions Debezium's connector for that server (MariaDB's or MySQL's, Kafka
+Connect standalone, ``snapshot.mode=no_data``; see _debezium.py) at the binlog head, then
+writes the capture benchmark's workload into ``bench.orders`` once (see capture.py), then per
+repeat, one after the other over that binlog range and in an order rotated by one each
+repeat: (a) cdc-ingest end to end at-least-once and (b) exactly-once (capture + Spark sink,
+as pipeline.py measures them), (b') ``eo-nohs``: (b) with ``pipeline.head-start: false``
+(Spark's own path, the one a cluster uses), (c) Debezium resuming from its stored offset
+until its output topic holds every row change, (e) ``first``: ``cdc-ingest start`` from the
+spawn to the first sink-topic message read_committed, with the backlog and with an empty one
+(see _first.py); then (d) plain python-mysql-replication decoding (capture.py's baseline) as
+the floor. Prints a table (medians, min-max over the repeats, ratios to Debezium with the
+min-max of the per-repeat ratios) and writes JSON. See the compare.py section of
+benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -38,7 +43,9 @@ import _debezium as dbz
 import orjson
 from _common import (
     CLOCK_TICKS,
+    MARIADB,
     REPO,
+    SERVERS,
     Measure,
     Services,
     add_service_args,
@@ -47,6 +54,7 @@ from _common import (
     log_tail,
     machine_info,
     peak_rss_bytes,
+    ratio_samples,
     ratios,
     read_committed,
     services_from_args,
@@ -70,7 +78,11 @@ import cdc_ingest
 
 log = logging.getLogger("benchmarks.compare")
 
-MEASURES = ("alo", "eo", "first", "debezium", "floor")
+MEASURES = ("alo", "eo", "eo-nohs", "first", "debezium", "floor")
+ROTATED = MEASURES[:-1]  # the floor (no Kafka) comes last in every repeat
+# server-id of each cdc-ingest measure's capture in repeat 1 (+10 per repeat); `first`'s
+# empty-backlog runs take the next two
+SERVER_IDS = {"alo": 5803, "eo": 5802, "first": 5805, "eo-nohs": 5808}
 FLOOR_CHILD = "--floor-child"
 POLL_S = 0.25  # Debezium's output topic end offsets
 SAMPLE_S = 0.5  # memory samples of the measured processes
@@ -82,13 +94,17 @@ MARKER_SQL = f"DROP DATABASE IF EXISTS {DB}"  # make_workload's first statement 
 
 ALO = "cdc-ingest e2e at-least-once"
 EO = "cdc-ingest e2e exactly-once"
+EO_NOHS = "cdc-ingest e2e exactly-once, head-start false"
 DBZ = "debezium (Connect standalone)"
 FLOOR = "library decode (floor)"
 FIRST = "cdc-ingest start exactly-once"
-LABELS = {"alo": ALO, "eo": EO, "first": FIRST, "debezium": DBZ, "floor": FLOOR}
+LABELS = {"alo": ALO, "eo": EO, "eo-nohs": EO_NOHS, "first": FIRST, "debezium": DBZ,
+          "floor": FLOOR}
+NO_HEAD_START = {"head-start": False}  # eo-nohs: pipeline options
 CDC_ROLES = ("capture", "sink driver (python)", "sink JVM", "sink python workers")
 # CPU per million row changes, by role (whichever a measure has)
-CPU_ROLES = (*CDC_ROLES, START_ROLE, "Connect JVM", "floor (python)", "kafka", "mariadbd")
+CPU_ROLES = (*CDC_ROLES, START_ROLE, "Connect JVM", "floor (python)", "kafka",
+             *(s.process for s in SERVERS.values()))
 EMPTY_RUNS = {"empty_trigger_0": TRIGGER, "empty_default_trigger": None}
 EMPTY_LABELS = {"empty_trigger_0": f"empty backlog, first output (trigger.interval {TRIGGER})",
                 "empty_default_trigger": "empty backlog, first output (default trigger)"}
@@ -220,16 +236,19 @@ def _server_cpu(svc: Services) -> dict[str, float]:
 
 
 def run_cdc_ingest(svc: Services, wl: Workload, name: str, server_id: int, workdir: Path,
-                   guarantee: str, timeout_s: float) -> dict[str, Any]:
+                   guarantee: str, timeout_s: float,
+                   pipeline_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """pipeline.py's end-to-end measure (capture + Spark sink as two processes, process start
-    -> the sink group has committed the whole changelog), with memory sampled meanwhile."""
+    -> the sink group has committed the whole changelog), with memory sampled meanwhile.
+    ``pipeline_options``: more ``pipeline`` options (eo-nohs: ``head-start: false``)."""
     st = Settings(max_offsets=MAX_OFFSETS, trigger=TRIGGER, latency_trigger="0",
                   latency_capture_interval="100ms", latency_rate=0.0, latency_seconds=0.0,
                   latency_warmup_s=0.0, latency_rows_per_tx=0)
     sampler = MemorySampler()
     sampler.start()
     try:
-        run = run_throughput(svc, wl, name, server_id, workdir, st, guarantee, timeout_s)
+        run = run_throughput(svc, wl, name, server_id, workdir, st, guarantee, timeout_s,
+                             pipeline_options=pipeline_options)
     finally:
         memory = sampler.finish()
     cpu = run["cpu_s"]
@@ -243,7 +262,7 @@ def run_cdc_ingest(svc: Services, wl: Workload, name: str, server_id: int, workd
         "cpu_s_per_1k_rows": total / (wl.changes / 1000),
         "cpu_s_per_million_changes": per_million(cpu, wl.changes),
         "kafka_cpu_s": cpu.get("kafka"),
-        "mariadbd_cpu_s": cpu.get("mariadbd"),
+        f"{svc.server.process}_cpu_s": cpu.get(svc.server.process),
         "machine_busy_s": cpu.get("machine busy"),
         **memory,
     }
@@ -273,7 +292,7 @@ def run_first(svc: Services, wl: Workload, name: str, server_id: int, workdir: P
         "cpu_s_per_1k_rows": total / (wl.changes / 1000),
         "cpu_s_per_million_changes": per_million(cpu, wl.changes),
         "kafka_cpu_s": cpu.get("kafka"),
-        "mariadbd_cpu_s": cpu.get("mariadbd"),
+        f"{svc.server.process}_cpu_s": cpu.get(svc.server.process),
         "machine_busy_s": cpu.get("machine busy"),
         **memory,
     }
@@ -430,7 +449,7 @@ def run_debezium(svc: Services, wl: Workload, connect: dbz.ConnectStandalone,
         "cpu_s_per_million_changes": per_million({"Connect JVM": jvm_cpu, **server_cpu}, want),
         "jvm_vmhwm_mib": round((jvm_hwm or 0) / 2**20, 1),
         "kafka_cpu_s": server_cpu.get("kafka"),
-        "mariadbd_cpu_s": server_cpu.get("mariadbd"),
+        f"{svc.server.process}_cpu_s": server_cpu.get(svc.server.process),
         "machine_busy_s": round(busy_after - busy_before, 2),
         "benchmark_process_cpu_s": round(bench_after - bench_before, 2),
         "end_offsets_when_done": ends,
@@ -452,7 +471,7 @@ def floor_child(argv: list[str]) -> int:
     (so that its CPU and memory are its own); prints one JSON line."""
     spec = json.loads(argv[0])
     svc = Services(admin={"port": spec["cdc"]["port"]}, cdc=spec["cdc"], bootstrap="",
-                   home=Path("."))
+                   home=Path("."), server=SERVERS[spec.get("server", MARIADB.name)])
     wl = Workload(rows=0, inserted=spec["changes"], gtid_before=spec["gtid_before"])
     cpu0 = time.process_time()
     result = library_decode(svc, wl, spec["server_id"])
@@ -467,7 +486,8 @@ def floor_child(argv: list[str]) -> int:
 def run_floor(svc: Services, wl: Workload, server_id: int, workdir: Path,
               timeout_s: float) -> dict[str, Any]:
     spec = {"cdc": {**svc.cdc, "port": svc.mysql_port}, "changes": wl.changes,
-            "gtid_before": wl.gtid_before, "server_id": server_id}
+            "gtid_before": wl.gtid_before, "server_id": server_id,
+            "server": svc.server.name}
     out_file = workdir / f"floor-{server_id}.out"
     server_before = _server_cpu(svc)
     with out_file.open("wb") as out:
@@ -498,51 +518,65 @@ def run_floor(svc: Services, wl: Workload, server_id: int, workdir: Path,
         "process_seconds": done.seconds,
         "peak_rss_mib": round(done.maxrss_bytes / 2**20, 1),
         "kafka_cpu_s": server_cpu.get("kafka"),
-        "mariadbd_cpu_s": server_cpu.get("mariadbd"),
+        f"{svc.server.process}_cpu_s": server_cpu.get(svc.server.process),
     }
 
 
 # -- driver --------------------------------------------------------------------------------------
 
 
-def measures_of(runs: list[dict[str, Any]], only: list[str]) -> list[Measure]:
-    def samples(part: str, key: str, scale: float = 1.0) -> list[float]:
-        out = []
+def measures_of(runs: list[dict[str, Any]], only: list[str],
+                server_process: str = MARIADB.process) -> list[Measure]:
+    """Every figure of every measure, one sample per repeat that has it (each Measure knows
+    its samples' repeats, so a ratio to Debezium has a per-repeat spread too)."""
+
+    def found(get: Callable[[dict[str, Any]], Any]) -> tuple[list[float], list[int]]:
+        values, repeats = [], []
         for run in runs:
-            value = run.get(part, {}).get(key)
-            if isinstance(value, (int, float)):
-                out.append(value / scale)
-        return out
+            with suppress(KeyError, TypeError, AttributeError):
+                value = get(run)
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    values.append(value)
+                    repeats.append(int(run["repeat"]))
+        return values, repeats
+
+    def measure(name: str, unit: str, get: Callable[[dict[str, Any]], Any],
+                ratio_to: str | None = None, digits: int = 1) -> Measure:
+        values, repeats = found(get)
+        return Measure(name, unit, values, ratio_to, digits, repeats=repeats)
+
+    def part(*keys: str) -> Callable[[dict[str, Any]], Any]:
+        """run -> run[keys[0]][keys[1]]..."""
+        def get(run: dict[str, Any]) -> Any:
+            value: Any = run
+            for key in keys:
+                value = value[key]
+            return value
+        return get
 
     parts = [p for p in MEASURES if p in only]
-    out = [Measure(LABELS[p], "rows/s", samples(p, "rows_per_s"), DBZ, 0) for p in parts]
-    out += [Measure(f"{LABELS[p]}: wall time", "s", samples(p, "seconds")) for p in parts]
-    out += [Measure(f"{LABELS[p]}: first output", "s", samples(p, "first_output_s"))
+    out = [measure(LABELS[p], "rows/s", part(p, "rows_per_s"), DBZ, 0) for p in parts]
+    out += [measure(f"{LABELS[p]}: wall time", "s", part(p, "seconds")) for p in parts]
+    out += [measure(f"{LABELS[p]}: first output", "s", part(p, "first_output_s"))
             for p in parts if p != "floor"]
     if "first" in parts:
-        out += [Measure(f"{FIRST}: {label}", "s", values, digits=2) for label, values in (
-            (EMPTY_LABELS[key], [r["first"][key]["first_output_s"] for r in runs
-                                 if "first_output_s" in r.get("first", {}).get(key, {})])
-            for key in EMPTY_RUNS)]
-        out += [Measure(f"{FIRST}: {phase}", "s", values, digits=2) for phase, values in (
-            (phase, [r["first"]["timeline_s"][phase] for r in runs
-                     if r.get("first", {}).get("timeline_s", {}).get(phase) is not None])
-            for phase in TIMELINE_PHASES)]
-    out += [Measure(f"{LABELS[p]}: CPU per 1k rows", "s", samples(p, "cpu_s_per_1k_rows"),
+        out += [measure(f"{FIRST}: {EMPTY_LABELS[key]}", "s",
+                        part("first", key, "first_output_s"), digits=2) for key in EMPTY_RUNS]
+        out += [measure(f"{FIRST}: {phase}", "s", part("first", "timeline_s", phase), digits=2)
+                for phase in TIMELINE_PHASES]
+    out += [measure(f"{LABELS[p]}: CPU per 1k rows", "s", part(p, "cpu_s_per_1k_rows"),
                     DBZ + ": CPU per 1k rows", 3) for p in parts]
-    out += [Measure(f"{LABELS[p]}: CPU", "s", samples(p, "cpu_total_s")) for p in parts]
-    for p in ("alo", "eo", "first"):
+    out += [measure(f"{LABELS[p]}: CPU", "s", part(p, "cpu_total_s")) for p in parts]
+    for p in ("alo", "eo", "eo-nohs", "first"):
         if p in parts:
-            for role in (*CDC_ROLES, START_ROLE):
-                values = [r[p]["cpu_s"][role] for r in runs
-                          if role in r.get(p, {}).get("cpu_s", {})]
-                out.append(Measure(f"{LABELS[p]}: CPU {role}", "s", values))
-    out += [Measure(f"{LABELS[p]}: peak RSS", "MiB", samples(p, "peak_rss_mib"), digits=0)
+            out += [measure(f"{LABELS[p]}: CPU {role}", "s", part(p, "cpu_s", role))
+                    for role in (*CDC_ROLES, START_ROLE)]
+    out += [measure(f"{LABELS[p]}: peak RSS", "MiB", part(p, "peak_rss_mib"), digits=0)
             for p in parts]
-    for server in ("kafka", "mariadbd"):
-        out += [Measure(f"{LABELS[p]}: {server} CPU", "s", samples(p, f"{server}_cpu_s"))
+    for server in ("kafka", server_process):
+        out += [measure(f"{LABELS[p]}: {server} CPU", "s", part(p, f"{server}_cpu_s"))
                 for p in parts]
-    out += [Measure(f"{LABELS[p]}: machine busy", "s", samples(p, "machine_busy_s"))
+    out += [measure(f"{LABELS[p]}: machine busy", "s", part(p, "machine_busy_s"))
             for p in parts if p != "floor"]
     return [m for m in out if m.samples]
 
@@ -572,29 +606,45 @@ def _cpu_line(roles: dict[str, float]) -> str:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         description="cdc-ingest (end to end, at-least-once and exactly-once) against Debezium "
-        "(MariaDB connector in Kafka Connect standalone) and plain python-mysql-replication "
-        "decoding, over the same binlog range on the same machine.",
+        "(its MariaDB or MySQL connector in Kafka Connect standalone) and plain "
+        "python-mysql-replication decoding, over the same binlog range on the same machine.",
     )
+    p.add_argument("--server", choices=sorted(SERVERS), default=MARIADB.name,
+                   help="the binlog source and Debezium's connector: a private MariaDB and "
+                   "the MariaDB connector, or the project's local Oracle MySQL 9.7 "
+                   "(cdc_ingest.services.MySQL) and the MySQL connector; with --mysql-port, "
+                   "the kind of that server (default %(default)s)")
     p.add_argument("--rows", type=int, default=1_000_000,
                    help="rows inserted; 20%% are then updated and 10%% deleted "
                    "(default %(default)s)")
-    p.add_argument("--repeat", type=int, default=1, help="repeats of every measure (default 1)")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="repeats of every measure, repeat i starting the rotated order of the "
+                   "measures at the i-th (mod n); the table and JSON give the median and the "
+                   "min-max of each measure and of each ratio to Debezium (default 1)")
     p.add_argument("--sizes", default=None,
                    help="comma-separated workload sizes in row changes, e.g. 300k,1M,5M: one "
                    "run per size (services started afresh for each, --rows ignored), each "
                    "written to --out with the size in its name, then a table across sizes "
                    "written to --out")
     p.add_argument("--only", default=",".join(MEASURES),
-                   help="comma-separated measures: alo, eo (cdc-ingest end to end), first "
+                   help="comma-separated measures: alo, eo (cdc-ingest end to end), eo-nohs "
+                   "(eo with pipeline.head-start false: Spark's own path), first "
                    "(cdc-ingest start: first output with the backlog and with an empty one), "
                    "debezium, floor (library decode) (default all)")
-    p.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "compare.json",
-                   help="JSON results file (default %(default)s)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="JSON results file (default benchmarks/results/compare.json, "
+                   "compare-mysql.json with --server mysql)")
     add_service_args(p, "keep the temp folder (server, capture, sink and Kafka Connect logs, "
                      "configs, Debezium offsets)")
     p.add_argument("--timeout", type=float, default=1800.0,
                    help="seconds one measurement may take (default %(default)s)")
     return p
+
+
+def results_path(server: str) -> Path:
+    """The default --out: one file per server kind, MariaDB's keeps its old name."""
+    suffix = "" if server == MARIADB.name else f"-{server}"
+    return REPO / "benchmarks" / "results" / f"compare{suffix}.json"
 
 
 def _debezium_config(connect: dbz.ConnectStandalone) -> dict[str, Any]:
@@ -604,7 +654,9 @@ def _debezium_config(connect: dbz.ConnectStandalone) -> dict[str, Any]:
                  if not k.startswith("database.") or k in (
                      "database.include.list", "database.ssl.mode", "database.server.id")}
     return {"debezium": dbz.DEBEZIUM_VERSION, "kafka_connect": dbz.CONNECT_VERSION,
-            "jvm_options": list(dbz.JVM_OPTIONS), "user": dbz.USER, "grants": dbz.GRANTS,
+            "connector_artifact": connect.connector.artifact,
+            "jvm_options": list(dbz.JVM_OPTIONS), "user": dbz.USER,
+            "grants": connect.connector.grants,
             "worker": worker, "connector": connector,
             "positioning": {"heartbeat.interval.ms": "1000", "offset.flush.interval.ms": "1000",
                             "marker": MARKER_SQL}}
@@ -639,22 +691,31 @@ def _sizes(args: argparse.Namespace) -> int:
         doc = json.loads(out.read_text())
         results = doc["results"]
 
-        def median(name: str, results: dict[str, Any] = results) -> float | None:
-            value = results.get(name, {}).get("median")
+        def median(name: str, results: dict[str, Any] = results,
+                   key: str = "median") -> float | None:
+            value = results.get(name, {}).get(key)
             return float(value) if value is not None else None
 
         row: dict[str, Any] = {"size": label.strip(), "changes": doc["workload"]["changes"],
-                               "file": str(out)}
-        for key in ("eo", "alo", "first", "debezium"):
-            row[f"{key}_rows_per_s"] = median(LABELS[key])
-            row[f"{key}_first_output_s"] = median(f"{LABELS[key]}: first output")
+                               "server": args.server, "file": str(out)}
+        for key in ("eo", "eo-nohs", "alo", "first", "debezium"):
+            field = key.replace("-", "_")
+            row[f"{field}_rows_per_s"] = median(LABELS[key])
+            if args.repeat > 1:  # the spread over the repeats
+                row[f"{field}_rows_per_s_min"] = median(LABELS[key], key="min")
+                row[f"{field}_rows_per_s_max"] = median(LABELS[key], key="max")
+            row[f"{field}_first_output_s"] = median(f"{LABELS[key]}: first output")
         for key in EMPTY_RUNS:
             row[f"first_{key}_s"] = median(f"{FIRST}: {EMPTY_LABELS[key]}")
         row["cpu_s_per_million_changes"] = doc.get("cpu_s_per_million_changes", {})
         dbz_rate = row["debezium_rows_per_s"]
-        for key in ("eo", "alo", "first"):
-            rate = row[f"{key}_rows_per_s"]
-            row[f"{key}_vs_debezium"] = rate / dbz_rate if rate and dbz_rate else None
+        for key in ("eo", "eo-nohs", "alo", "first"):
+            field = key.replace("-", "_")
+            rate = row[f"{field}_rows_per_s"]
+            row[f"{field}_vs_debezium"] = rate / dbz_rate if rate and dbz_rate else None
+            if args.repeat > 1:  # the per-repeat ratios' spread
+                row[f"{field}_vs_debezium_min"] = median(LABELS[key], key="ratio_min")
+                row[f"{field}_vs_debezium_max"] = median(LABELS[key], key="ratio_max")
         summary.append(row)
 
     def fmt(value: float | None, spec: str) -> str:
@@ -663,25 +724,36 @@ def _sizes(args: argparse.Namespace) -> int:
     print("\ncompare across sizes (medians; ratios within each size's run; first output in s: "
           "start = `cdc-ingest start` to the first message read_committed, empty = an empty "
           "backlog and one row, trigger 0 / default; eo, alo = the sink group's first commit)")
-    print(f"{'changes':>10}  {'eo rows/s':>10}  {'eo/dbz':>7}  {'alo/dbz':>7}  "
+    print(f"{'changes':>10}  {'eo rows/s':>10}  {'eo/dbz':>7}  {'nohs rows/s':>11}  "
+          f"{'nohs/dbz':>8}  {'alo/dbz':>7}  "
           f"{'start/dbz':>9}  {'dbz rows/s':>10}  {'first: start':>12}  {'empty':>11}  "
           f"{'eo':>5}  {'alo':>5}  {'dbz':>5}")
     for row in summary:
         empty = "/".join(fmt(row[f"first_{key}_s"], ".1f") for key in EMPTY_RUNS)
         print(f"{row['changes']:>10,}  {fmt(row['eo_rows_per_s'], ',.0f'):>10}  "
-              f"{fmt(row['eo_vs_debezium'], '.2f'):>7}  {fmt(row['alo_vs_debezium'], '.2f'):>7}  "
+              f"{fmt(row['eo_vs_debezium'], '.2f'):>7}  "
+              f"{fmt(row['eo_nohs_rows_per_s'], ',.0f'):>11}  "
+              f"{fmt(row['eo_nohs_vs_debezium'], '.2f'):>8}  "
+              f"{fmt(row['alo_vs_debezium'], '.2f'):>7}  "
               f"{fmt(row['first_vs_debezium'], '.2f'):>9}  "
               f"{fmt(row['debezium_rows_per_s'], ',.0f'):>10}  "
               f"{fmt(row['first_first_output_s'], '.1f'):>12}  {empty:>11}  "
               f"{fmt(row['eo_first_output_s'], '.1f'):>5}  "
               f"{fmt(row['alo_first_output_s'], '.1f'):>5}  "
               f"{fmt(row['debezium_first_output_s'], '.1f'):>5}")
+    if args.repeat > 1:
+        print(f"ratios to Debezium, min-max of the {args.repeat} repeats' own ratios:")
+        for row in summary:
+            print(f"{row['size']:>10}  " + "; ".join(
+                f"{key}: {fmt(row.get(f'{key}_vs_debezium_min'), '.2f')}-"
+                f"{fmt(row.get(f'{key}_vs_debezium_max'), '.2f')}"
+                for key in ("eo", "eo_nohs", "alo", "first")))
     print("CPU s per million row changes (medians):")
     for row in summary:
         cpu = row["cpu_s_per_million_changes"]
         print(f"{row['size']:>10}  "
               + "; ".join(f"{key}: {_cpu_line(roles)}" for key, roles in cpu.items()))
-    write_json(args.out, {"benchmark": "compare-sizes",
+    write_json(args.out, {"benchmark": "compare-sizes", "server": args.server,
                           "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
                           "sizes": summary})
     print(f"wrote {args.out}")
@@ -690,6 +762,8 @@ def _sizes(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.out is None:
+        args.out = results_path(args.server)
     setup_logging()
     if args.sizes:
         return _sizes(args)
@@ -703,8 +777,9 @@ def _run(args: argparse.Namespace) -> int:
         raise SystemExit(f"--only: unknown {sorted(unknown)}; choose from {','.join(MEASURES)}")
     wall = time.perf_counter()
     machine = machine_info()
+    connector = dbz.CONNECTORS[args.server]
     try:  # fails early, before any service starts
-        libs = dbz.fetch_jars() if "debezium" in only else None
+        libs = dbz.fetch_jars(connector) if "debezium" in only else None
     except dbz.DebeziumError as exc:
         log.error("%s", exc)
         return 2
@@ -724,12 +799,12 @@ def _run(args: argparse.Namespace) -> int:
             coordinator = ensure_group_coordinator(svc.bootstrap)
             log.info("group coordinator: %s", coordinator)
             if libs is not None:
-                user = dbz.create_user(svc.admin)
+                user = dbz.create_user(svc.admin, connector)
                 for n in range(args.repeat):
                     connect = dbz.ConnectStandalone(
                         workdir / f"debezium-{n + 1}", libs, svc.bootstrap, user,
                         server_id=8400 + n, prefix=f"dbz-{run_id}-{n + 1}", database=DB,
-                        table=TABLE)
+                        table=TABLE, connector=connector)
                     connects.append(connect)
                     topics += [connect.topic, f"__debezium-heartbeat.{connect.prefix}"]
                     log.info("positioning Debezium %d/%d (no-data snapshot, heartbeats) at "
@@ -761,9 +836,9 @@ def _run(args: argparse.Namespace) -> int:
                     run[key] = {"error": str(exc)}
 
             for n, run in enumerate(runs):
-                # a, b, c in this order in the first repeat, rotated by one in each next one
-                # (the first measure after a fresh broker pays for its JIT warm-up)
-                order = [m for m in ("alo", "eo", "first", "debezium") if m in only]
+                # a, b, b', e, c in this order in the first repeat, rotated by one in each
+                # next one (the first measure after a fresh broker pays for its JIT warm-up)
+                order = [m for m in ROTATED if m in only]
                 order = order[n % len(order):] + order[:n % len(order)] if order else []
                 run["order"] = order
                 for key in order:
@@ -779,14 +854,15 @@ def _run(args: argparse.Namespace) -> int:
                                           else [])
                     for pipeline in pipelines:
                         topics += [t for k, t in _topics(pipeline).items() if k != "group"]
+                    server_id = SERVER_IDS[key] + 10 * n
                     if key == "first":
-                        attempt(run, key, partial(run_first, svc, wl, name, 5805 + 10 * n,
+                        attempt(run, key, partial(run_first, svc, wl, name, server_id,
                                                   workdir, args.timeout, errors))
                         continue
                     guarantee = "at-least-once" if key == "alo" else "exactly-once"
-                    attempt(run, key, partial(run_cdc_ingest, svc, wl, name,
-                                              5800 + 10 * n + len(key), workdir, guarantee,
-                                              args.timeout))
+                    attempt(run, key, partial(
+                        run_cdc_ingest, svc, wl, name, server_id, workdir, guarantee,
+                        args.timeout, NO_HEAD_START if key == "eo-nohs" else None))
                 if "floor" in only:
                     attempt(run, "floor", partial(run_floor, svc, wl, 6800 + n, workdir,
                                                   args.timeout))
@@ -798,13 +874,16 @@ def _run(args: argparse.Namespace) -> int:
             started = list(svc.started)
     total = time.perf_counter() - wall
     assert wl is not None
-    measures = measures_of(runs, only)
-    ratio_of = ratios(measures)
-    print(f"\ncompare benchmark: {wl.changes:,} row changes ({wl.inserted:,} inserts, "
-          f"{wl.updated:,} updates, {wl.deleted:,} deletes), {args.repeat} repeat(s), "
+    measures = measures_of(runs, only, svc.server.process)
+    ratio_of, per_repeat = ratios(measures), ratio_samples(measures)
+    orders = ", ".join("/".join(run.get("order", [])) for run in runs)
+    print(f"\ncompare benchmark on {svc.server.label} {version}: {wl.changes:,} row changes "
+          f"({wl.inserted:,} inserts, {wl.updated:,} updates, {wl.deleted:,} deletes), "
+          f"{args.repeat} repeat(s) (orders {orders}), "
           f"{machine['nproc']} CPUs; cdc-ingest parallelism {PARALLELISM}; Debezium "
-          f"{dbz.DEBEZIUM_VERSION} on Kafka Connect {dbz.CONNECT_VERSION}")
-    print(table(measures, "vs debezium"))
+          f"{dbz.DEBEZIUM_VERSION} ({connector.server.label} connector) on Kafka Connect "
+          f"{dbz.CONNECT_VERSION}")
+    print(table(measures, "vs debezium", spread=True))
     cpu_1m = cpu_per_million(runs, only)
     print("\nCPU s per million row changes (medians):")
     for key, roles in cpu_1m.items():
@@ -815,12 +894,16 @@ def _run(args: argparse.Namespace) -> int:
     write_json(args.out, {
         "benchmark": "compare",
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "server": {"name": svc.server.name, "label": svc.server.label, "version": version},
         "config": {
             "rows": args.rows, "repeats": args.repeat, "only": only,
+            "order": "rotated: repeat i runs the measures of " + "/".join(ROTATED)
+                     + " (those in only) starting at the i-th (mod n); the floor last",
             "cdc_ingest": {"pipeline_parallelism": PARALLELISM, "max_offsets_per_trigger":
                            MAX_OFFSETS, "trigger_interval": TRIGGER,
-                           "processes": "alo, eo: cdc-ingest capture + cdc-ingest sink "
-                                        "(local[*]); first: cdc-ingest start",
+                           "processes": "alo, eo, eo-nohs: cdc-ingest capture + cdc-ingest "
+                                        "sink (local[*]); first: cdc-ingest start",
+                           "eo-nohs_pipeline_options": NO_HEAD_START,
                            "capture_options": f"defaults ({capture_defaults()}), "
                                               "heartbeat.interval 1s"},
             "debezium": config_of,
@@ -844,7 +927,8 @@ def _run(args: argparse.Namespace) -> int:
                      "kafka_bootstrap": svc.bootstrap, "startup_s": services_s},
         "workload": {**asdict(wl), "changes": wl.changes},
         "debezium_positioning": positioning,
-        "results": {m.name: m.as_json(ratio_of[m.name]) for m in measures},
+        "results": {m.name: m.as_json(ratio_of[m.name], per_repeat[m.name])
+                    for m in measures},
         "cpu_s_per_million_changes": cpu_1m,
         "runs": runs,
         "errors": errors,

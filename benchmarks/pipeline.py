@@ -50,7 +50,7 @@ from _common import (
     table,
     write_json,
 )
-from capture import DB, TABLE, Workload, gtid_reached, make_workload, server_version
+from capture import DB, TABLE, Workload, make_workload, server_version
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient
 
@@ -432,7 +432,8 @@ class Progress:
                 stage.check()
             if self._store is not None and self.capture_done_s is None:
                 position = self._store.load()
-                if position is not None and gtid_reached(position.gtid_set, self.gtid_after):
+                if position is not None and self.svc.server.gtid_reached(
+                        position.gtid_set, self.gtid_after):
                     self.capture_done_s = time.perf_counter() - self.started
                     log.info("  capture committed the last GTID after %.1f s",
                              self.capture_done_s)

@@ -3,26 +3,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-COMMON = Path(__file__).resolve().parents[2] / "benchmarks" / "_common.py"
+from tests.unit.benchmark_common import bench_common
 
-
-def _common() -> ModuleType:
-    """benchmarks/_common.py, loaded once (the scripts import it as ``_common``)."""
-    if "bench_common" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("bench_common", COMMON)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["bench_common"] = module  # its dataclasses look their module up
-        spec.loader.exec_module(module)
-    return sys.modules["bench_common"]
+_common = bench_common
 
 
 def _git(repo: Path, *args: str) -> str:
