@@ -96,6 +96,38 @@ LATENCY = "latency-head-start.json"
 AVRO, SERDE = "avro-sink.json", "avro-sink-serde.json"
 
 
+MARIADB_CMP, MYSQL_CMP = "compare.json", "compare-mysql.json"
+EO, EO_NOHS = "cdc-ingest e2e exactly-once", "cdc-ingest e2e exactly-once, head-start false"
+START, ALO = "cdc-ingest start exactly-once", "cdc-ingest e2e at-least-once"
+DBZ = "debezium (Connect standalone)"
+
+
+def _cmp(file: str, measure: str) -> tuple[Fig, ...]:
+    """A compare.py measure as the README writes it: the median in k rows/s, its ratio to
+    Debezium, and the lowest and highest of the repeats' own ratios."""
+    result = f"{file}:results/{measure}"
+    return (k(f"{result}/median"), v(f"{result}/ratio", "{:.2f}"),
+            v(f"{result}/ratio_min", "{:.2f}"), v(f"{result}/ratio_max", "{:.2f}"))
+
+
+def _spread(file: str, measure: str) -> tuple[Fig, ...]:
+    """benchmarks/README.md's compare.py row: median, min and max in k rows/s (no unit),
+    the ratio to Debezium and the lowest and highest of the repeats' own ratios."""
+    result = f"{file}:results/{measure}"
+    return (*(v(f"{result}/{key}", "{:.1f}", 1e-3) for key in ("median", "min", "max")),
+            *(v(f"{result}/{key}", "{:.2f}") for key in ("ratio", "ratio_min", "ratio_max")))
+
+
+def _same_commit(*files: str) -> str:
+    """The short commit the files' runs measured, one for all and clean."""
+    states = [at(f"{f}:machine/git") for f in files]
+    assert all(not s["dirty"] or not [m for m in s.get("modified", [])
+                                      if "cdc_ingest/" in m] for s in states), states
+    commits = {s["commit"][:7] for s in states}
+    assert len(commits) == 1, commits
+    return commits.pop()
+
+
 def size(name: str, key: str) -> str:
     return f"{SIZES}/{SIZE[name]}/{key}"
 
@@ -154,11 +186,28 @@ FIGURES: list[tuple[str, str, tuple[Fig, ...]]] = [
      (k(median(CAPTURE, "capture end-to-end"), 0),
       v(f"{CAPTURE}:results/capture end-to-end/ratio"),
       v(median(CAPTURE, "capture vs mariadb-binlog"), "{:.2f}"))),
-    ("README.md", "| end to end, exactly-once: MySQL -> upsert topics, 1M row changes | {} ({}x "
-     "Debezium 3.5 on Kafka Connect, same machine, binlog and broker) | `compare-sizes.json` |",
-     EO_1M),
-    ("README.md", "| end to end, at-least-once, 1M row changes | {} ({}x Debezium) | "
-     "`compare-sizes.json` |", ALO_1M),
+    ("README.md", "| end to end, exactly-once: MySQL -> upsert topics (capture + sink, the sink's "
+     "head start) | {} rows/s, {}x Debezium ({}-{}x) | {} rows/s, {}x ({}-{}x) |",
+     (*_cmp(MARIADB_CMP, EO), *_cmp(MYSQL_CMP, EO))),
+    ("README.md", "| the same with `pipeline.head-start: false` (Spark's own path, the one a "
+     "cluster uses) | {}, {}x ({}-{}x) | {}, {}x ({}-{}x) |",
+     (*_cmp(MARIADB_CMP, EO_NOHS), *_cmp(MYSQL_CMP, EO_NOHS))),
+    ("README.md", "| `cdc-ingest start`, exactly-once | {}, {}x ({}-{}x) | {}, {}x ({}-{}x) |",
+     (*_cmp(MARIADB_CMP, START), *_cmp(MYSQL_CMP, START))),
+    ("README.md", "| end to end, at-least-once | {}, {}x ({}-{}x) | {}, {}x ({}-{}x) |",
+     (*_cmp(MARIADB_CMP, ALO), *_cmp(MYSQL_CMP, ALO))),
+    ("README.md", "| Debezium | {} | {} |",
+     (k(median(MARIADB_CMP, DBZ)), k(median(MYSQL_CMP, DBZ)))),
+    ("README.md", "| first output of `cdc-ingest start`: with the backlog / with none (Debezium) "
+     "| {} s / {} s ({} s) | {} s / {} s ({} s) |",
+     tuple(v(median(f, m)) for f in (MARIADB_CMP, MYSQL_CMP)
+           for m in (f"{START}: first output",
+                     f"{START}: empty backlog, first output (trigger.interval 0)",
+                     f"{DBZ}: first output"))),
+    ("README.md", "| CPU per row change, exactly-once | {}x Debezium's | {}x Debezium's |",
+     tuple(v(f"{f}:results/{EO}: CPU per 1k rows/ratio", "{:.2f}")
+           for f in (MARIADB_CMP, MYSQL_CMP))),
+    ("README.md", "Earlier READMEs quoted {} rows/s, {}x Debezium, at 1M changes.", EO_1M),
     ("README.md", "(`capture.json`: 1M rows, 1.3M row changes, process start to the last "
      "commit): {} rows/s, `mariadb-binlog -vv` {} rows/s in the same run. The same 300k-row "
      "workload on each server, back to back: MySQL 9.7 {} rows/s (`capture-mysql-json.json`, "
@@ -205,6 +254,17 @@ FIGURES: list[tuple[str, str, tuple[Fig, ...]]] = [
     ("docs/operations.md", "At 2,000 rows/s, exactly-once, commit to visible: p50 {} s, p99 {} s "
      "(`benchmarks/results/latency-head-start.json`)",
      (v(latency("p50"), "{:.2f}", 1e-3), v(latency("p99"), "{:.2f}", 1e-3))),
+    # benchmarks/README.md: compare.py, median of 3 per server
+    *(("benchmarks/README.md", f"| {row} | {{}}k ({{}}-{{}}k) | {{}}x ({{}}-{{}}x) | "
+       "{}k ({}-{}k) | {}x ({}-{}x) |",
+       (*_spread(MARIADB_CMP, measure), *_spread(MYSQL_CMP, measure)))
+      for row, measure in (("(b) exactly-once", EO),
+                           ("(b') exactly-once, head-start false", EO_NOHS),
+                           ("(e) `cdc-ingest start`", START), ("(a) at-least-once", ALO))),
+    ("benchmarks/README.md", "| (c) Debezium | {}k ({}-{}k) | 1.00x | {}k ({}-{}k) | 1.00x |",
+     (*_spread(MARIADB_CMP, DBZ)[:3], *_spread(MYSQL_CMP, DBZ)[:3])),
+    ("benchmarks/README.md", "its 1M ratio ({}x) did not come back as a median of 3 at 1.3M "
+     "changes ({}x, below)", (EO_1M[1], v(f"{MARIADB_CMP}:results/{EO}/ratio", "{:.2f}"))),
     # benchmarks/README.md: capture.py
     ("benchmarks/README.md", "alone did {} rows/s on MySQL's workload "
      "(`results/capture-mysql.json`) against {} on MariaDB's (`results/capture.json`); with the "
@@ -499,3 +559,11 @@ def test_the_benchmarks_readme_has_one_latest_run_of_compare() -> None:
     text = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
     section = text.split("## `compare.py`", 1)[1].split("\n## ", 1)[0]
     assert len(re.findall(r"^### Latest run", section, flags=re.M)) == 1
+
+
+def test_the_readme_names_the_commit_both_compare_runs_measured() -> None:
+    commit = _same_commit(MARIADB_CMP, MYSQL_CMP)
+    expected = (f"own ratios (`compare.json` and `compare-mysql.json`, git {commit}, one run "
+                "per server)")
+    assert _flat(expected) in _doc("README.md")
+    assert _flat(f"back to back on a quiet machine (git {commit})") in _doc("benchmarks/README.md")
