@@ -125,6 +125,13 @@ def make_table(svc: Services, rows: int, profile_rows: int) -> Table:
 # -- a. the snapshot -------------------------------------------------------------------------
 
 
+# --tls: what both the snapshot and the plain scan do about TLS. "preferred": each client's
+# default (TLS when the server offers it, as MySQL 8+/9 does and Debian's MariaDB does not);
+# "disabled": no TLS for either (the snapshot's jdbc.properties.sslMode DISABLED, PyMySQL's
+# ssl_disabled), to tell TLS's share of a difference between the servers from the rest.
+TLS = {"mode": "preferred"}
+
+
 def pipeline_doc(svc: Services, name: str, table_name: str, first_id: int, state: Path,
                  parallelism: int | None) -> dict[str, Any]:
     source: dict[str, Any] = {
@@ -139,6 +146,8 @@ def pipeline_doc(svc: Services, name: str, table_name: str, first_id: int, state
     }
     if parallelism is not None:
         source["scan.incremental.snapshot.parallelism"] = parallelism
+    if TLS["mode"] == "disabled":
+        source["jdbc.properties.sslMode"] = "DISABLED"
     return {
         "source": source,
         "sink": {"type": "upsert-kafka", "properties.bootstrap.servers": svc.bootstrap},
@@ -324,7 +333,8 @@ def plain_scan(svc: Services, rows: int) -> dict[str, Any]:
     count = 0
     out_bytes = 0
     with Stopwatch() as sw:
-        conn = pymysql.connect(**svc.cdc, autocommit=True)
+        conn = pymysql.connect(**svc.cdc, autocommit=True,
+                               ssl_disabled=TLS["mode"] == "disabled")
         try:
             cur = conn.cursor(pymysql.cursors.SSCursor)
             cur.execute(f"SELECT * FROM {DB}.{TABLE}")
@@ -525,6 +535,9 @@ def _parser() -> argparse.ArgumentParser:
     add_service_args(p, "keep the temp folder of the services this run starts (logs, data)")
     p.add_argument("--snapshot-timeout", type=float, default=1800.0,
                    help="seconds one snapshot may take")
+    p.add_argument("--tls", choices=("preferred", "disabled"), default="preferred",
+                   help="TLS of both the snapshot and the plain scan: each client's default "
+                   "(TLS when the server offers it), or none (default %(default)s)")
     return p
 
 
@@ -537,6 +550,7 @@ def _product_state() -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    TLS["mode"] = args.tls
     if args.out is None:
         args.out = REPO / "benchmarks" / "results" / (
             "snapshot.json" if args.server == MARIADB.name else f"snapshot-{args.server}.json")
@@ -638,6 +652,7 @@ def main(argv: list[str] | None = None) -> int:
             "capture_options": "defaults (scan.incremental.snapshot.chunk.size 8096, "
                                "scan.snapshot.fetch.size 1024)",
             "profile_rows": profile_rows,
+            "tls": args.tls,
         },
         "machine": machine_info(mysql_server=version),
         "product_code": {"at_start": product_before, "at_end": _product_state()},

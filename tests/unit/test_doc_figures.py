@@ -222,6 +222,14 @@ FIGURES: list[tuple[str, str, tuple[Fig, ...]]] = [
       v("snapshot.json:results/snapshot p1 end-to-end/ratio", "{:.2f}"),
       k(median("snapshot-mysql.json", "snapshot p1 end-to-end"), 0),
       v("snapshot-mysql.json:results/snapshot p1 end-to-end/ratio", "{:.2f}"))),
+    ("README.md", "One session, 5 repeats each (`snapshot-issue48-*.json`): MariaDB {}k rows/s, "
+     "{}x the plain scan; MySQL {}k, {}x, with TLS, which MySQL 9.7 offers and both clients "
+     "take; {}k, {}x, with TLS off for both.",
+     tuple(fig for f in ("mariadb", "mysql-tls", "mysql-no-tls")
+           for fig in (v(median(f"snapshot-issue48-{f}.json", "snapshot p1 end-to-end"),
+                         "{:.0f}", 1e-3),
+                       v(f"snapshot-issue48-{f}.json:results/snapshot p1 end-to-end/ratio",
+                         "{:.2f}")))),
     ("README.md", "Capture's peak RSS: {} MiB, and {} MiB for a single 1M-row MySQL transaction "
      "(`capture.json`)",
      (v(median(CAPTURE, "capture peak RSS"), "{:.0f}"),
@@ -266,6 +274,15 @@ FIGURES: list[tuple[str, str, tuple[Fig, ...]]] = [
      (*_spread(MARIADB_CMP, DBZ)[:3], *_spread(MYSQL_CMP, DBZ)[:3])),
     ("benchmarks/README.md", "its 1M ratio ({}x) did not come back as a median of 3 at 1.3M "
      "changes ({}x, below)", (EO_1M[1], v(f"{MARIADB_CMP}:results/{EO}/ratio", "{:.2f}"))),
+    # benchmarks/README.md: snapshot.py, issue 48's runs
+    *(("benchmarks/README.md", f"| {label} | {{}}k | {{}}k ({{}}x) | {{}}k ({{}}x) |",
+       (v(median(file, "plain scan + orjson"), "{:.1f}", 1e-3),
+        *(fig for measure in ("snapshot p1 end-to-end", "snapshot p1 first chunk -> done")
+          for fig in (v(median(file, measure), "{:.1f}", 1e-3),
+                      v(f"{file}:results/{measure}/ratio", "{:.2f}")))))
+      for label, file in (("MariaDB 10.11", "snapshot-issue48-mariadb.json"),
+                          ("MySQL 9.7, TLS (the default)", "snapshot-issue48-mysql-tls.json"),
+                          ("MySQL 9.7, TLS off", "snapshot-issue48-mysql-no-tls.json"))),
     # benchmarks/README.md: capture.py
     ("benchmarks/README.md", "alone did {} rows/s on MySQL's workload "
      "(`results/capture-mysql.json`) against {} on MariaDB's (`results/capture.json`); with the "
