@@ -207,6 +207,10 @@ FIGURES: list[tuple[str, str, tuple[Fig, ...]]] = [
     ("README.md", "| CPU per row change, exactly-once | {}x Debezium's | {}x Debezium's |",
      tuple(v(f"{f}:results/{EO}: CPU per 1k rows/ratio", "{:.2f}")
            for f in (MARIADB_CMP, MYSQL_CMP))),
+    ("README.md", "3 repeats of the two exactly-once measures and Debezium): {} rows/s, {}x "
+     "({}-{}x), and with `head-start: false` {} rows/s, {}x ({}-{}x), against Debezium's {}.",
+     (*_cmp("compare-5m.json", EO), *_cmp("compare-5m.json", EO_NOHS),
+      k(median("compare-5m.json", DBZ)))),
     ("README.md", "Earlier READMEs quoted {} rows/s, {}x Debezium, at 1M changes.", EO_1M),
     ("README.md", "(`capture.json`: 1M rows, 1.3M row changes, process start to the last "
      "commit): {} rows/s, `mariadb-binlog -vv` {} rows/s in the same run. The same 300k-row "
@@ -585,3 +589,5 @@ def test_the_readme_names_the_commit_both_compare_runs_measured() -> None:
                 "per server)")
     assert _flat(expected) in _doc("README.md")
     assert _flat(f"back to back on a quiet machine (git {commit})") in _doc("benchmarks/README.md")
+    five = _same_commit("compare-5m.json")
+    assert _flat(f"(`compare-5m.json`, git {five}, 3 repeats") in _doc("README.md")
