@@ -99,6 +99,29 @@ def _snapshot_then_live(conn: Any, rows: Callable[[], dict[int, Any]], count: in
              timeout=120, what="the live changes in the sink topic")
 
 
+def _start_change_verify(config: Path, tmp_path: Path, broker: Any, conn: Any, db: str,
+                         rows: int, changed: int) -> tuple[str, Any]:
+    """`start`: the ``rows`` rows of ``t`` through Spark, then row ``changed`` updated and
+    seen, then `verify` equal; `start` stopped with exit 0. Its log and verify's result."""
+    log = tmp_path / "start.log"
+    proc = start_command("start", config, log)
+    try:
+        def values() -> dict[int, Any]:
+            assert proc.poll() is None, log.read_text()[-3000:]
+            return _values(broker, f"{db}.t")
+        wait_for(lambda: len(values()) == rows, timeout=180, what="the snapshot through Spark")
+        with conn.cursor() as cur:
+            cur.execute("UPDATE t SET v = 'changed' WHERE id = %s", (changed,))
+        wait_for(lambda: values().get(changed) == "changed", timeout=120, what="a live change")
+        report = cli("verify", "--config", str(config))
+        assert report.returncode == 0, report.stdout + report.stderr
+    finally:
+        code = stop(proc, timeout=90)
+    text = log.read_text()
+    assert code == 0, text[-3000:]
+    return text, report
+
+
 def _grant_printed(broker: Any, config: Path, user: str) -> str:
     """Grant ``User:<user>`` exactly the ACLs `cdc-ingest acls` prints; what it printed."""
     printed = cli("acls", "--config", str(config), "--principal", f"User:{user}")
@@ -214,23 +237,7 @@ def test_librdkafka_spellings_reach_sparks_java_client(
                        pipeline={"head-start": False})
     conn = _table(mariadb, db, 20)
     _grant_printed(broker, config, user)
-    log = tmp_path / "start.log"
-    proc = start_command("start", config, log)
-    try:
-        def values() -> dict[int, Any]:
-            assert proc.poll() is None, log.read_text()[-3000:]
-            return {orjson.loads(m.key)["id"]: orjson.loads(m.value)["v"]
-                    for m in sink_topic(broker, f"{db}.t") if m.value is not None}
-        wait_for(lambda: len(values()) == 20, timeout=180, what="the snapshot through Spark")
-        with conn.cursor() as cur:
-            cur.execute("UPDATE t SET v = 'changed' WHERE id = 7")
-        wait_for(lambda: values().get(7) == "changed", timeout=120, what="a live change")
-        report = cli("verify", "--config", str(config))
-        assert report.returncode == 0, report.stdout + report.stderr
-    finally:
-        code = stop(proc, timeout=90)
-    text = log.read_text()
-    assert code == 0, text[-3000:]
+    text, report = _start_change_verify(config, tmp_path, broker, conn, db, 20, 7)
     assert "lib-scram-secret" not in text + report.stdout + report.stderr
     assert "PRIVATE KEY" not in text
 
@@ -328,22 +335,7 @@ def test_oauthbearer_client_credentials_for_every_client(
     _grant_printed(broker, config, user)
     check = cli("validate", "--config", str(config))
     assert check.returncode == 0, check.stdout + check.stderr
-    log = tmp_path / "start.log"
-    proc = start_command("start", config, log)
-    try:
-        def values() -> dict[int, Any]:
-            assert proc.poll() is None, log.read_text()[-3000:]
-            return _values(broker, f"{db}.t")
-        wait_for(lambda: len(values()) == 15, timeout=180, what="the snapshot through Spark")
-        with conn.cursor() as cur:
-            cur.execute("UPDATE t SET v = 'changed' WHERE id = 2")
-        wait_for(lambda: values().get(2) == "changed", timeout=120, what="a live change")
-        report = cli("verify", "--config", str(config))
-        assert report.returncode == 0, report.stdout + report.stderr
-    finally:
-        code = stop(proc, timeout=90)
-    text = log.read_text()
-    assert code == 0, text[-3000:]
+    text, report = _start_change_verify(config, tmp_path, broker, conn, db, 15, 2)
     assert "oauth-secret-7" not in text + check.stdout + report.stdout + report.stderr
 
     # a wrong secret: the identity provider refuses the token, and the command says so
