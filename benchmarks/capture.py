@@ -58,7 +58,12 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import HeartbeatLogEvent
-from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+from pymysqlreplication.row_event import (
+    DeleteRowsEvent,
+    PartialUpdateRowsEvent,
+    UpdateRowsEvent,
+    WriteRowsEvent,
+)
 
 from cdc_ingest.capture.binlog import BinlogReader, Replica
 from cdc_ingest.capture.decoder import DECODER_ENV
@@ -145,12 +150,20 @@ def _binlog_bytes(cur: Any, start: tuple[str, int], end: tuple[str, int]) -> int
 
 
 def make_workload(svc: Services, rows: int, create_table: str = CREATE_TABLE,
-                  row_sql: Callable[[int], str] | None = None) -> Workload:
+                  row_sql: Callable[[int], str] | None = None,
+                  partial_json: bool = False) -> Workload:
     """Recreate bench.orders and write the row changes; the GTIDs bound them in the binlog.
     ``create_table`` / ``row_sql`` (the VALUES tuple of row ``i``): another shape of
-    bench.orders with the same statements (avro_sink.py adds a nullable TEXT column)."""
+    bench.orders with the same statements (avro_sink.py adds a nullable TEXT column).
+    ``partial_json`` (MySQL): the updates also change two values of ``payload`` with
+    JSON_SET, on a session with ``binlog_row_value_options=PARTIAL_JSON``, so MySQL logs them
+    as diffs (PARTIAL_UPDATE_ROWS_EVENT)."""
     row_sql = row_sql or _row_sql
     wl = Workload(rows)
+    json_set = ""
+    if partial_json:
+        json_set = (", payload = JSON_SET(payload, '$.qty', JSON_EXTRACT(payload, '$.qty') + 1,"
+                    " '$.tags[last]', 'updated')")
     server = svc.server
     conn = mysql_conn(svc.admin)
     try:
@@ -170,13 +183,15 @@ def make_workload(svc: Services, rows: int, create_table: str = CREATE_TABLE,
                     conn.commit()
             wl.insert_s = sw.seconds
             log.info("inserted %d rows in %.1f s", wl.inserted, wl.insert_s)
+            if partial_json:
+                cur.execute("SET SESSION binlog_row_value_options = 'PARTIAL_JSON'")
             with Stopwatch() as sw:
                 for lo in range(1, rows + 1, BATCH * UPDATE_EVERY):
                     hi = lo + BATCH * UPDATE_EVERY - 1
                     wl.updated += cur.execute(
                         f"UPDATE {DB}.{TABLE} SET status = 'updated', amount = amount + 1,"
                         " updated_at = updated_at + INTERVAL 1 HOUR, flags = flags ^ 1"
-                        f" WHERE id BETWEEN {lo} AND {hi} AND id % {UPDATE_EVERY} = 0"
+                        f"{json_set} WHERE id BETWEEN {lo} AND {hi} AND id % {UPDATE_EVERY} = 0"
                     )
                     conn.commit()
             wl.update_s = sw.seconds
@@ -439,7 +454,8 @@ def library_decode(svc: Services, wl: Workload, server_id: int) -> dict[str, Any
             blocking=True,
             is_mariadb=svc.server.mariadb,
             auto_position=wl.gtid_before,
-            only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, HeartbeatLogEvent],
+            only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, PartialUpdateRowsEvent,
+                         HeartbeatLogEvent],
             only_schemas=[DB],
             slave_heartbeat=1,
             enable_logging=False,
@@ -653,6 +669,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline-ref", default=None,
                    help="also time capture with the product code of this git commit (built "
                         "with its own extensions), back to back with this code per repeat")
+    p.add_argument("--partial-json", action="store_true",
+                   help="MySQL: the updates change the JSON column with JSON_SET under "
+                        "binlog_row_value_options=PARTIAL_JSON, logged as diffs")
     p.add_argument("--capture-timeout", type=float, default=3600.0,
                    help="seconds one capture measurement may take")
     return p
@@ -680,7 +699,9 @@ def main(argv: list[str] | None = None) -> int:
             services_s = time.perf_counter() - wall
             version = server_version(svc)
             log.info("writing the workload: %d rows into %s.%s", args.rows, DB, TABLE)
-            wl = make_workload(svc, args.rows)
+            if args.partial_json and args.server != "mysql":
+                raise SystemExit("--partial-json needs --server mysql (MariaDB logs no diffs)")
+            wl = make_workload(svc, args.rows, partial_json=args.partial_json)
             warm_bytecode()
             baseline = (baseline_package(args.baseline_ref, svc.home / "baseline")
                         if args.baseline_ref else None)
@@ -770,6 +791,7 @@ def main(argv: list[str] | None = None) -> int:
             "capture_options": "defaults, heartbeat.interval 1s",
             "decoder": "compiled (reference: CDC_INGEST_DECODER=python)",
             "baseline_ref": args.baseline_ref,
+            "partial_json": args.partial_json,
         },
         "machine": machine_info(mysql_server=version),
         "services": {"started": started, "mysql_port": svc.mysql_port,

@@ -215,6 +215,23 @@ cdef int _container(Doc *d, Out *o, int kind, Py_ssize_t start) except -1:
             entered -= 1
 
 
+cdef bytes _open(Doc *d, object data):
+    """``data`` as bytes, ``d`` over them (the caller keeps the bytes while it reads)."""
+    cdef bytes raw = data if type(data) is bytes else bytes(data)
+    d.p = <const uint8_t *>PyBytes_AS_STRING(raw)
+    d.n = PyBytes_GET_SIZE(raw)
+    return raw
+
+
+cdef bytes _open_container(Doc *d, object data, int kind, Py_ssize_t start):
+    """:func:`_open` for a container of type ``kind`` at ``start``, both checked."""
+    if not 0 <= kind <= LARGE_ARRAY:
+        raise ValueError(f"not a container type: {kind}")
+    if start < 0:
+        raise IndexError("binary JSON read past its end")
+    return _open(d, data)
+
+
 def json_text(data):
     """The JSON text of one binary JSON value (``null`` for an empty value)."""
     cdef Doc d
@@ -222,16 +239,81 @@ def json_text(data):
     cdef char first[256]
     if not data:
         return "null"
-    if type(data) is not bytes:
-        data = bytes(data)
-    d.p = <const uint8_t *>PyBytes_AS_STRING(data)
-    d.n = PyBytes_GET_SIZE(data)
+    data = _open(&d, data)
     o.buf, o.len, o.cap, o.heap = first, 0, 256, False
     try:
         _value(&d, &o, d.p[0], 1)
         return PyUnicode_DecodeUTF8(o.buf, o.len, NULL)
     except (IndexError, _StructError) as exc:
         raise JsonBinaryError(f"truncated binary JSON ({len(data)} bytes)") from exc
+    finally:
+        if o.heap:
+            PyMem_Free(o.buf)
+
+
+def container_text(int kind, data, Py_ssize_t start):
+    """The JSON text of the object or array of type ``kind`` whose element count is at byte
+    ``start`` of ``data`` (an unread container of :func:`mysql_json.json_tree`), as the
+    reference's ``_container`` renders it. A malformed container raises; the caller then
+    reads it with the reference for the reference's own error."""
+    cdef Doc d
+    cdef Out o
+    cdef char first[256]
+    data = _open_container(&d, data, kind, start)
+    o.buf, o.len, o.cap, o.heap = first, 0, 256, False
+    try:
+        _container(&d, &o, kind, start)
+        return PyUnicode_DecodeUTF8(o.buf, o.len, NULL)
+    finally:
+        if o.heap:
+            PyMem_Free(o.buf)
+
+
+def container_entries(int kind, data, Py_ssize_t start):
+    """One level of the container of type ``kind`` at byte ``start``, as the reference's
+    ``_entries`` with ``_shallow`` reads it (``mysql_json.expand``): its keys (None for an
+    array) and its values, a scalar as its text and a container as ``(its type, where it
+    starts)``, not read. A malformed container raises; the caller then reads it with the
+    reference for the reference's own error."""
+    cdef Doc d
+    cdef Out o
+    cdef char first[256]
+    cdef int size = 4 if kind == LARGE_OBJECT or kind == LARGE_ARRAY else 2
+    cdef bint is_object = kind <= LARGE_OBJECT
+    cdef Py_ssize_t count, i, at, key_at, key_end, value_kind, value_at
+    data = _open_container(&d, data, kind, start)
+    _need(&d, start, size)
+    count = <Py_ssize_t>_le(d.p + start, size)
+    at = start + 2 * size
+    keys = None
+    if is_object:
+        keys = []
+        for i in range(count):
+            _need(&d, at, size + 2)
+            key_at = _clamp(&d, start + <Py_ssize_t>_le(d.p + at, size))
+            key_end = _clamp(&d, key_at + <Py_ssize_t>_le(d.p + at + size, 2))
+            keys.append(PyUnicode_DecodeUTF8(<const char *>d.p + key_at, key_end - key_at, NULL))
+            at += size + 2
+    values = []
+    o.buf, o.len, o.cap, o.heap = first, 0, 256, False
+    try:
+        for i in range(count):
+            _need(&d, at, 1)
+            value_kind = d.p[at]
+            if (value_kind == LITERAL or value_kind == INT16 or value_kind == UINT16
+                    or (size == 4 and (value_kind == INT32 or value_kind == UINT32))):
+                value_at = at + 1
+            else:
+                _need(&d, at + 1, size)
+                value_at = start + <Py_ssize_t>_le(d.p + at + 1, size)
+            if value_kind <= LARGE_ARRAY:
+                values.append((value_kind, value_at))
+            else:
+                o.len = 0
+                _value(&d, &o, value_kind, value_at)
+                values.append(PyUnicode_DecodeUTF8(o.buf, o.len, NULL))
+            at += 1 + size
+        return keys, values
     finally:
         if o.heap:
             PyMem_Free(o.buf)

@@ -51,6 +51,7 @@ from cdc_ingest.errors import SourceError
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import ConnectionSettings
 from cdc_ingest.mysql.gtid_wire import parse_tagged_gtid_event
+from cdc_ingest.mysql.tls import open_connection
 
 log = logging.getLogger(__name__)
 
@@ -154,12 +155,12 @@ class BinlogReader:
             if self._streams > 1:
                 raise BinlogDisconnected("the binlog connection to MySQL broke (the server "
                                          "closed it or went away)")
-            conn = pymysql.connect(**settings)
+            conn = open_connection(**settings)
             # Nothing is unread after the handshake: its file object can go.
             conn._rfile.close()
             conn._rfile = SocketReader(conn._sock, stopping=self._stopping, idle=self._idle)
             return conn
-        return pymysql.connect(**settings)
+        return open_connection(**settings)
 
     def events(self) -> Iterator[BinlogEvent]:
         try:

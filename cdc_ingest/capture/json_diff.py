@@ -47,65 +47,51 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
-from cdc_ingest.capture.mysql_json import JsonBinaryError, Node, Unread, expand, json_tree, render
+from cdc_ingest.capture.json_path import Cell, Leg, PathError, parse_path
+from cdc_ingest.capture.mysql_json import (
+    Compiled,
+    JsonBinaryError,
+    Node,
+    Unread,
+    expand,
+    json_tree,
+    render,
+)
 from cdc_ingest.mysql.packed import packed_int
 
 REPLACE, INSERT, REMOVE = 0, 1, 2
-_SPACE = " \t\n\v\f\r"  # my_isspace in utf8mb4
-_MAX_INDEX = 0xFFFFFFFF  # MySQL reads an array index as a uint32
 
 
 class JsonDiffError(ValueError):
     """A partial JSON update that cannot be applied exactly."""
 
 
-class _Cell(NamedTuple):
-    """An array leg: ``[n]``, or ``[last-n]`` when counted from the end."""
-
-    n: int
-    from_end: bool
-
-    def position(self, size: int) -> int:
-        """Json_array_index: where the leg points in an array of ``size`` elements."""
-        if self.from_end:
-            return size - self.n - 1 if self.n < size else 0
-        return min(self.n, size)
-
-    def __str__(self) -> str:
-        return f"[{self.n}]" if not self.from_end else f"[last-{self.n}]" if self.n else "[last]"
-
-
-_Leg = str | _Cell  # a member name or an array leg
 
 
 class _Diff(NamedTuple):
     where: str  # "diff <index> (<OPERATION> '<path>')", for messages
     operation: int
-    legs: list[_Leg]
+    legs: tuple[Leg, ...]
     value: Node
 
 
-class _PathError(Exception):
-    def __init__(self, why: str, at: int) -> None:
-        super().__init__(f"{why} at character {at}")
-
-
-def apply_json_diff(before: bytes, diff: bytes) -> str:
-    """The JSON text of ``before`` (binary JSON) changed by ``diff`` (a diff vector's body)."""
-    diffs = _read(diff)
+def apply_json_diff(before: bytes, diff: bytes, fast: Compiled | None = None) -> str:
+    """The JSON text of ``before`` (binary JSON) changed by ``diff`` (a diff vector's body);
+    ``fast`` (``mysql_json.Compiled``) reads the bytes, the same text and errors as without."""
+    diffs = _read(diff, fast)
     where = "before image"
     try:
-        box: list[Node] = [json_tree(before)]
+        box: list[Node] = [json_tree(before, fast)]
         for each in diffs:
             where = f"{each.where}: before image"
-            _apply(box, each)
+            _apply(box, each, fast)
         where = "before image"
-        return render(box[0])
+        return render(box[0], fast)
     except JsonBinaryError as exc:
         raise JsonDiffError(f"{where}: {exc}") from exc
 
 
-def _read(diff: bytes) -> list[_Diff]:
+def _read(diff: bytes, fast: Compiled | None) -> list[_Diff]:
     """Every diff of the vector, checked as MySQL's read_binary does before applying any."""
     out: list[_Diff] = []
     at = 0
@@ -120,15 +106,15 @@ def _read(diff: bytes) -> list[_Diff]:
         path = raw.decode("utf-8", "surrogateescape")
         where = f"diff {len(out)} ({('REPLACE', 'INSERT', 'REMOVE')[operation]} {path!r})"
         try:
-            legs = _parse_path(path)
-        except _PathError as exc:
+            legs = parse_path(path)
+        except PathError as exc:
             raise JsonDiffError(f"{where}: malformed path: {exc}") from exc
         value: Node = ""
         if operation != REMOVE:
             raw, at = _field(diff, at, where, "value")
             try:
-                value = json_tree(raw)
-                render(value)  # MySQL parses the value before applying anything
+                value = json_tree(raw, fast)
+                render(value, fast)  # MySQL parses the value before applying anything
             except JsonBinaryError as exc:
                 raise JsonDiffError(f"{where}: value: {exc}") from exc
         out.append(_Diff(where, operation, legs, value))
@@ -151,88 +137,10 @@ def _field(data: bytes, at: int, where: str, what: str) -> tuple[bytes, int]:
     return data[start:start + length], start + length
 
 
-def _skip(path: str, at: int) -> int:
-    while at < len(path) and path[at] in _SPACE:
-        at += 1
-    return at
-
-
-def _parse_path(path: str) -> list[_Leg]:
-    """MySQL's parse_path, for the paths a diff can hold (see the module docstring)."""
-    at = _skip(path, 0)
-    if not path.startswith("$", at):
-        raise _PathError("a path starts with $", at)
-    legs: list[_Leg] = []
-    at = _skip(path, at + 1)
-    while at < len(path):
-        if path[at] == ".":
-            at = _member(path, _skip(path, at + 1), legs)
-        elif path[at] == "[":
-            at = _cell(path, _skip(path, at + 1), legs)
-        elif path[at] == "*":
-            raise _PathError("wildcard ** (a diff's path names one value)", at)
-        else:
-            raise _PathError(f"unexpected {path[at]!r}", at)
-        at = _skip(path, at)
-    return legs
-
-
-def _member(path: str, at: int, legs: list[_Leg]) -> int:
-    if path.startswith("*", at):
-        raise _PathError("wildcard .* (a diff's path names one value)", at)
-    end = at
-    if path.startswith('"', at):
-        end += 1
-        while end < len(path) and path[end] != '"':
-            end += 2 if path[end] == "\\" else 1
-        if end >= len(path):
-            raise _PathError("unterminated quoted member name", at)
-        end += 1
-        quoted = path[at:end]
-    else:
-        while end < len(path) and path[end] not in _SPACE + "[.*":
-            end += 1
-        if end == at:
-            raise _PathError("member name missing", at)
-        quoted = f'"{path[at:end]}"'
-    try:
-        name = json.loads(quoted)
-        name.encode("utf-8")
-    except ValueError as exc:  # JSONDecodeError; UnicodeEncodeError (a lone surrogate)
-        raise _PathError(f"bad member name {path[at:end]!r} ({exc})", at) from exc
-    legs.append(name)
-    return end
-
-
-def _cell(path: str, at: int, legs: list[_Leg]) -> int:
-    """An array leg after its ``[``: ``n]``, ``last]`` or ``last-n]``."""
-    if path.startswith("*", at):
-        raise _PathError("wildcard [*] (a diff's path names one value)", at)
-    from_end = path.startswith("last", at)
-    at = _skip(path, at + 4) if from_end else at
-    digits = not from_end or path.startswith("-", at)
-    at = _skip(path, at + 1) if from_end and digits else at
-    end = at
-    while digits and end < len(path) and "0" <= path[end] <= "9":
-        end += 1
-    if digits and end == at:
-        raise _PathError("array index expected", at)
-    n = int(path[at:end]) if digits else 0
-    if n > _MAX_INDEX:
-        raise _PathError(f"array index {n} is above {_MAX_INDEX}", at)
-    at = _skip(path, end)
-    if path.startswith("to", at) and path[at - 1] in _SPACE:
-        raise _PathError("array range [m to n] (a diff's path names one value)", at)
-    if not path.startswith("]", at):
-        raise _PathError("] expected", at)
-    legs.append(_Cell(n, from_end))
-    return at + 1
-
-
-def _apply(box: list[Node], diff: _Diff) -> None:
+def _apply(box: list[Node], diff: _Diff, fast: Compiled | None) -> None:
     if not diff.legs:
         raise JsonDiffError(f"{diff.where}: MySQL applies no diff at the root path $")
-    parent = _seek(box, diff)
+    parent = _seek(box, diff, fast)
     last = diff.legs[-1]
     if diff.operation == INSERT:
         if isinstance(parent, dict) and isinstance(last, str):
@@ -242,7 +150,7 @@ def _apply(box: list[Node], diff: _Diff) -> None:
                            key=lambda item: (len(key := item[0].encode()), key))
             parent.clear()
             parent.update(items)
-        elif isinstance(parent, list) and isinstance(last, _Cell):
+        elif isinstance(parent, list) and isinstance(last, Cell):
             parent.insert(last.position(len(parent)), diff.value)
         else:
             raise JsonDiffError(f"{diff.where}: {_miss(parent, last, len(diff.legs))}")
@@ -256,27 +164,27 @@ def _apply(box: list[Node], diff: _Diff) -> None:
         del parent[slot]
 
 
-def _seek(box: list[Node], diff: _Diff) -> Any:
+def _seek(box: list[Node], diff: _Diff, fast: Compiled | None) -> Any:
     """The value at the diff's path without its last leg, read (expanded) if a container."""
     holder: Any = box
     slot: int | str = 0
     for number, leg in enumerate(diff.legs[:-1], start=1):
-        node = _open(holder, slot)
+        node = _open(holder, slot, fast)
         found = _slot(node, leg)
         if found is None:
             raise JsonDiffError(f"{diff.where}: {_miss(node, leg, number)}")
         holder, slot = node, found
-    return _open(holder, slot)
+    return _open(holder, slot, fast)
 
 
-def _open(holder: Any, slot: int | str) -> Node:
+def _open(holder: Any, slot: int | str, fast: Compiled | None) -> Node:
     node: Node = holder[slot]
     if isinstance(node, Unread):
-        node = holder[slot] = expand(node)
+        node = holder[slot] = expand(node, fast)
     return node
 
 
-def _slot(node: Node, leg: _Leg) -> int | str | None:
+def _slot(node: Node, leg: Leg) -> int | str | None:
     """Where ``leg`` points in ``node`` (seek_exact_path), or None: not there."""
     if isinstance(leg, str):
         return leg if isinstance(node, dict) and leg in node else None
@@ -285,13 +193,13 @@ def _slot(node: Node, leg: _Leg) -> int | str | None:
     return None
 
 
-def _miss(node: Node, leg: _Leg, number: int) -> str:
+def _miss(node: Node, leg: Leg, number: int) -> str:
     """Why leg ``number`` (1-based) found nothing in ``node``."""
     shown = f"leg {number} " + (f".{json.dumps(leg, ensure_ascii=False)}"
                                 if isinstance(leg, str) else str(leg))
     if isinstance(leg, str) and isinstance(node, dict):
         return f"{shown}: no such member in the object"
-    if isinstance(leg, _Cell) and isinstance(node, list):
+    if isinstance(leg, Cell) and isinstance(node, list):
         return f"{shown}: out of bounds of an array of {len(node)}"
     found = ("an object" if isinstance(node, dict) else "an array" if isinstance(node, list)
              else f"the scalar {node[:40]}")

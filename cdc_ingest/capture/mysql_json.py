@@ -20,7 +20,7 @@ import base64
 import struct
 from collections.abc import Callable
 from json.encoder import encode_basestring
-from typing import NamedTuple, TypeAlias, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeAlias, TypeVar
 
 from cdc_ingest.capture.values import decimal_text
 
@@ -68,28 +68,62 @@ class Unread(NamedTuple):
 Node: TypeAlias = "str | Unread | list[Node] | dict[str, Node]"
 
 
-def json_tree(data: bytes) -> Node:
-    """A binary JSON value as a tree to edit: its root container unread, or a scalar's text."""
+class Compiled(Protocol):
+    """The compiled reader (``_jsontext.pyx``) the tree functions below may use: the same
+    text, each part proven equal to the reference by tests/unit/test_json_diff_compiled.py."""
+
+    def json_text(self, data: bytes, /) -> str: ...
+
+    def container_text(self, kind: int, data: bytes, start: int, /) -> str: ...
+
+    def container_entries(self, kind: int, data: bytes, start: int, /) -> tuple[
+            list[str] | None, list[Any]]: ...
+
+
+def json_tree(data: bytes, fast: Compiled | None = None) -> Node:
+    """A binary JSON value as a tree to edit: its root container unread, or a scalar's text.
+
+    ``fast``, here and below: the compiled reader, used where it reads the bytes; where it
+    cannot, the reference reads them again, so a malformed document raises the reference's
+    own error."""
     if data and data[0] in _CONTAINERS:
         return Unread(data[0], data, 1)
+    if fast is not None:
+        try:
+            return fast.json_text(data)
+        except Exception:  # noqa: BLE001 - the reference below raises its own error
+            pass
     return _guarded(json_text, data)
 
 
-def expand(node: Unread) -> list[Node] | dict[str, Node]:
+def expand(node: Unread, fast: Compiled | None = None) -> list[Node] | dict[str, Node]:
     """One level of an unread container: its values scalar text or unread containers."""
+    if fast is not None:
+        try:
+            keys, read = fast.container_entries(node.kind, node.data, node.start)
+            values: list[Node] = [Unread(v[0], node.data, v[1]) if type(v) is tuple else v
+                                  for v in read]
+            return values if keys is None else dict(zip(keys, values, strict=True))
+        except Exception:  # noqa: BLE001 - the reference below raises its own error
+            pass
     keys, values = _guarded(_entries, node.kind, node.data, node.start, _shallow)
     return values if keys is None else dict(zip(keys, values, strict=True))
 
 
-def render(node: Node) -> str:
+def render(node: Node, fast: Compiled | None = None) -> str:
     """A tree's JSON text, the same as ``json_text`` of the same document stored in full."""
     if isinstance(node, str):
         return node
     if isinstance(node, Unread):
+        if fast is not None:
+            try:
+                return fast.container_text(node.kind, node.data, node.start)
+            except Exception:  # noqa: BLE001 - the reference below raises its own error
+                pass
         return _guarded(_container, node.kind, node.data, node.start)
     if isinstance(node, list):
-        return "[" + ", ".join([render(value) for value in node]) + "]"
-    return "{" + ", ".join([f"{_quoted(k)}: {render(v)}" for k, v in node.items()]) + "}"
+        return "[" + ", ".join([render(value, fast) for value in node]) + "]"
+    return "{" + ", ".join([f"{_quoted(k)}: {render(v, fast)}" for k, v in node.items()]) + "}"
 
 
 def _shallow(kind: int, data: bytes, at: int, end: int) -> Node:

@@ -7,8 +7,9 @@ is set, a bitmap follows with one bit per JSON column of the after image (least 
 bit first): a set bit means that column's value is a diff against the before image (see
 :mod:`cdc_ingest.capture.json_diff`), not a document. Then the usual null bitmap and values.
 
-Rare and small compared with ordinary rows events, these are decoded with the reference
-(Python) row decoder, JSON kept as binary until each after-document is rebuilt.
+Each image is read by the row decoder capture uses for ordinary rows (the compiled plan, or the
+reference with ``CDC_INGEST_DECODER=python``), JSON kept as binary until each document is
+read; a diff's untouched parts are rendered by the compiled JSON reader too.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 from cdc_ingest.capture.binlog_schema import FieldType, JsonText, TableSchema
-from cdc_ingest.capture.decoder import RowDecoder, RowPair, compile_decoder
+from cdc_ingest.capture.decoder import RowDecoder, RowPair, compile_decoder, decoder_kind
 from cdc_ingest.capture.json_diff import apply_json_diff
-from cdc_ingest.capture.mysql_json import json_text
+from cdc_ingest.capture.mysql_json import Compiled, json_text
+from cdc_ingest.capture.plan import compile_plan, compiled_json_reader
 from cdc_ingest.mysql.packed import packed_int
 
 PARTIAL_JSON_UPDATES = 1
@@ -44,11 +46,16 @@ class PartialRows:
         """``json_text`` reads the documents that are not diffs (``capture_json_text``)."""
         self._decoders: dict[tuple[object, ...], RowDecoder] = {}
         self._text = json_text
+        self._compiled = decoder_kind() == "compiled"
+        self._fast: Compiled | None = compiled_json_reader() if self._compiled else None
 
     def decode(self, schema: TableSchema, raw: bytes, off: int, end: int) -> list[RowPair]:
         decode = self._decoders.get(schema.signature)
         if decode is None:
-            decode = compile_decoder(schema, _keep_binary)  # type: ignore[arg-type]
+            if self._compiled:
+                decode = compile_plan(schema, _keep_binary).decode  # type: ignore[arg-type]
+            else:
+                decode = compile_decoder(schema, _keep_binary)  # type: ignore[arg-type]
             self._decoders[schema.signature] = decode
         json_columns = [i for i, c in enumerate(schema.columns) if c.type == FieldType.JSON]
         rows: list[RowPair] = []
@@ -74,13 +81,12 @@ class PartialRows:
     def _document(self, value: Any) -> Any:
         return None if value is None else self._text(value)
 
-    @staticmethod
-    def _apply(schema: TableSchema, i: int, old: Any, diff: Any) -> str:
+    def _apply(self, schema: TableSchema, i: int, old: Any, diff: Any) -> str:
         column = schema.columns[i].name
         if old is None or diff is None:
             raise PartialJsonError(column, ValueError(
                 "a partial JSON update of a NULL document"))
         try:
-            return apply_json_diff(old, diff)
+            return apply_json_diff(old, diff, self._fast)
         except ValueError as exc:
             raise PartialJsonError(column, exc) from exc

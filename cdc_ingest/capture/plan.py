@@ -18,6 +18,7 @@ from cdc_ingest.capture.binlog_schema import (
 )
 from cdc_ingest.capture.geometry import geometry_json
 from cdc_ingest.capture.mariadb_types import PLUGIN_TYPES
+from cdc_ingest.capture.mysql_json import Compiled
 
 try:
     # the compiled decoder and its encoder twin (_rowencode.pyx) are built together
@@ -58,6 +59,12 @@ def compiled_available() -> bool:
 def compiled_json_text() -> JsonText | None:
     """The compiled twin of :func:`cdc_ingest.capture.mysql_json.json_text`, if built."""
     return None if _jsontext is None else _jsontext.json_text
+
+
+def compiled_json_reader() -> Compiled | None:
+    """The compiled reader of binary JSON documents' parts (``mysql_json.Compiled``), if
+    built: a partial JSON update's document tree reads its bytes with it."""
+    return None if _jsontext is None else _jsontext
 
 
 def _payload_op(col: ColumnSpec, width: int, json_text: JsonText) -> PlanOp:

@@ -13,7 +13,7 @@ import pymysql.converters
 from pymysql.constants import FIELD_TYPE
 
 from cdc_ingest.errors import SourceError, SourceUnavailable
-from cdc_ingest.mysql.tls import TlsSettings, pymysql_options, tls_failure
+from cdc_ingest.mysql.tls import TlsSettings, open_connection, pymysql_options, tls_failure
 
 if TYPE_CHECKING:
     from cdc_ingest.config import MySqlSourceDef
@@ -87,7 +87,7 @@ def connect(settings: ConnectionSettings, retries: int = 3,
         if attempt:
             time.sleep(retry_delay(attempt))
         try:
-            return pymysql.connect(**settings.as_pymysql(), autocommit=True, **options)
+            return open_connection(**settings.as_pymysql(), autocommit=True, **options)
         except pymysql.err.OperationalError as exc:
             last = exc
             refused_tls = tls_failure(exc)

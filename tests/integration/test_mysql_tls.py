@@ -12,6 +12,7 @@ a trust store does not hold the server's CA.
 from __future__ import annotations
 
 import json
+import ssl
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from cryptography.hazmat.primitives.serialization import (
     pkcs12,
 )
 
+from cdc_ingest.mysql import ConnectionSettings, connect
 from cdc_ingest.services._server import CDC_GRANTS
 from tests.conftest import admin_conn
 from tests.integration.pipeline_helpers import (
@@ -127,3 +129,36 @@ def test_every_connection_goes_through_tls_with_the_pipelines_stores(
     assert STORE_PASSWORD not in text
     with admin_conn(mysql, db) as conn, conn.cursor() as cur:
         cur.execute(f"DROP USER '{USER}'@'%'")
+
+
+def test_preferred_takes_tls_without_loading_ca_certificates_per_connection(
+    mysql: Any, mariadb: Any, monkeypatch: Any
+) -> None:
+    """No jdbc.properties: TLS when the server offers it (MySQL 9.7 does), nothing verified,
+    as PyMySQL's own PREFERRED mode, but without its default context per connection (the
+    system's CA certificates loaded each time, for a check it does not make). MariaDB here
+    offers no TLS: the same settings connect in the clear."""
+    def no_default_context(*_a: Any, **_k: Any) -> Any:
+        raise AssertionError("a default SSL context was made for a PREFERRED connection")
+
+    monkeypatch.setattr(ssl, "create_default_context", no_default_context)
+    seen: dict[int, Any] = {}
+    contexts = []
+    for server in (mysql, mariadb):
+        settings = ConnectionSettings("127.0.0.1", server.port, server.cdc["user"],
+                                      server.cdc["password"])
+        for _ in range(2):  # one context for every connection of the process
+            conn = connect(settings)
+            try:
+                with conn.cursor() as cur:
+                    cur.execute("SHOW SESSION STATUS LIKE 'Ssl_version'")
+                    row = cur.fetchone()
+                    seen[server.port] = (row[1] if row else "", conn.ctx if conn.ssl else None)
+                    contexts.append(seen[server.port][1])
+            finally:
+                conn.close()
+    version, context = seen[mysql.port]
+    assert version.startswith("TLSv1.") and context is not None
+    assert context.verify_mode == ssl.CERT_NONE and not context.check_hostname
+    assert contexts[0] is contexts[1] is context
+    assert seen[mariadb.port][0] == ""  # MariaDB 10.11 here has no certificate: no TLS

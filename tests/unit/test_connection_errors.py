@@ -72,7 +72,7 @@ def test_the_library_may_not_reconnect_the_stream_on_its_own(
     """It would resume after the last whole transaction it sent, so the rows of the one
     capture is inside would come twice: the second stream connection is refused."""
     opened: list[dict[str, Any]] = []
-    monkeypatch.setattr(binlog.pymysql, "connect", lambda **kw: opened.append(kw) or
+    monkeypatch.setattr(binlog, "open_connection", lambda **kw: opened.append(kw) or
                         SimpleNamespace(_rfile=io.BytesIO(), _sock=None))
     replica = binlog.Replica(ConnectionSettings("127.0.0.1", 1, "cdc", "x"), 7, True, 1.0)
     reader = binlog.BinlogReader(replica, Position(gtid_set="0-1-5"), lambda db, t: True,

@@ -91,6 +91,9 @@ SIZES = "compare-sizes.json:sizes"
 SIZE = {"300k": 0, "1M": 1, "5M": 2}
 CAPTURE = "capture.json"
 MYSQL_JSON, MARIADB_300K = "capture-mysql-json.json", "capture-mariadb-300k.json"
+PARTIAL, BEFORE_PARTIAL = "capture-mysql-partial-json.json", "capture vs code of 63dc50e"
+CTX, TLS48 = "snapshot-issue48-mysql-ctx.json", "snapshot-issue48-mysql-tls.json"
+BEFORE_CTX = "snapshot p1 end-to-end, code of 63dc50e"
 BEFORE_JSON = "capture vs code of cd19c95d3188504c31a24c211472207a385dec99"
 LATENCY = "latency-head-start.json"
 AVRO, SERDE = "avro-sink.json", "avro-sink-serde.json"
@@ -287,6 +290,26 @@ FIGURES: list[tuple[str, str, tuple[Fig, ...]]] = [
       for label, file in (("MariaDB 10.11", "snapshot-issue48-mariadb.json"),
                           ("MySQL 9.7, TLS (the default)", "snapshot-issue48-mysql-tls.json"),
                           ("MySQL 9.7, TLS off", "snapshot-issue48-mysql-no-tls.json"))),
+    # benchmarks/README.md: issue 48's later runs, partial JSON and the TLS context
+    ("benchmarks/README.md", "`results/capture-mysql-partial-json.json`: capture {} rows/s, {}x "
+     "the code of 63dc50e in the same run ({}, {}, {}), which read a diff's row images with the "
+     "Python decoder and applied the diff in Python; our decoder alone {} rows/s.",
+     (k(median(PARTIAL, "capture end-to-end"), 1), v(median(PARTIAL, BEFORE_PARTIAL), "{:.2f}"),
+      *(v(f"{PARTIAL}:results/{BEFORE_PARTIAL}/samples/{i}", "{:.2f}") for i in range(3)),
+      k(median(PARTIAL, "our decoder alone"), 0))),
+    ("benchmarks/README.md", "the snapshot's plain scan below ran at {} rows/s against {}",
+     (k(median(CTX, "plain scan + orjson")), k(median(TLS48, "plain scan + orjson")))),
+    ("benchmarks/README.md", "a p1 run opens {} connections. Snapshot p1 {} rows/s, {}x the "
+     "plain scan ({}); the code of 63dc50e {} ({}x): the same, within these runs' spread (p1 {})",
+     (v(median(CTX, "snapshot p1 MySQL connections"), "{:.0f}"),
+      k(median(CTX, "snapshot p1 end-to-end")),
+      v(f"{CTX}:results/snapshot p1 end-to-end/ratio", "{:.2f}"),
+      k(median(CTX, "plain scan + orjson")), k(median(CTX, BEFORE_CTX)),
+      v(f"{CTX}:results/{BEFORE_CTX}/ratio", "{:.2f}"),
+      Fig(lambda: [float(x) for x in at(f"{CTX}:results/snapshot p1 end-to-end/samples")],
+          "{:.1f}k", 1e-3))),
+    ("benchmarks/README.md", "(the scan {} against {} rows/s)",
+     (k(median(CTX, "plain scan + orjson")), k(median(TLS48, "plain scan + orjson")))),
     # benchmarks/README.md: capture.py
     ("benchmarks/README.md", "alone did {} rows/s on MySQL's workload "
      "(`results/capture-mysql.json`) against {} on MariaDB's (`results/capture.json`); with the "

@@ -13,10 +13,27 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from cdc_ingest.capture.json_diff import JsonDiffError, apply_json_diff
-from cdc_ingest.capture.mysql_json import expand, json_text, json_tree, render
+from cdc_ingest.capture import json_diff
+from cdc_ingest.capture.json_diff import JsonDiffError
+from cdc_ingest.capture.mysql_json import Compiled, expand, json_text, json_tree, render
+from cdc_ingest.capture.plan import compiled_json_reader
 
 REPLACE, INSERT, REMOVE = 0, 1, 2
+# the reader of the document's untouched parts each test runs with: the reference's own, or
+# the compiled one capture uses (test_json_diff_compiled.py: random documents and diffs)
+_READER: list[Compiled | None] = [None]
+
+
+@pytest.fixture(autouse=True, params=["reference", "compiled"])
+def _reader(request: pytest.FixtureRequest) -> None:
+    compiled = compiled_json_reader()
+    if request.param == "compiled" and compiled is None:
+        pytest.skip("_jsontext is not built (test_json_text_compiled.py fails for it)")
+    _READER[0] = compiled if request.param == "compiled" else None
+
+
+def apply_json_diff(before: bytes, diff: bytes) -> str:
+    return json_diff.apply_json_diff(before, diff, _READER[0])
 
 
 class Opaque(NamedTuple):
