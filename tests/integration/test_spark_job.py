@@ -8,6 +8,7 @@ starts from the sink group's committed offsets, and a failing writer fails the q
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
 import subprocess
@@ -149,6 +150,23 @@ def _kill_mid_transaction(kafka: Any, defn: PipelineDef, partition: int, offset:
         proc.wait(10)
 
 
+def _pipeline(tmp_path: Path, mariadb: Any, kafka: Any, trigger: str, partitions: int
+              ) -> tuple[PipelineDef, str, TransactionalProducer]:
+    """An exactly-once pipeline of Spark's own ranges (what the driver's head start writes
+    would be recorded twice by the recording writer, which commits nothing), its changelog
+    topic made with ``partitions``, and a producer of changelog transactions."""
+    name = f"spark-{uuid.uuid4().hex[:8]}"
+    config = write_pipeline(tmp_path / "p.yaml", mariadb, kafka, name, "db.t",
+                            pipeline={"trigger.interval": trigger, "head-start": False},
+                            sink={"sink.delivery-guarantee": "exactly-once"})
+    defn = load_pipeline(config)
+    topic = defn.pipeline.changelog_topic
+    TopicAdmin({"bootstrap.servers": kafka.bootstrap}).ensure(TopicSpec(topic, partitions))
+    producer = TransactionalProducer({"bootstrap.servers": kafka.bootstrap}, f"test.{name}")
+    producer.init()
+    return defn, topic, producer
+
+
 def _tasks(out_dir: Path) -> Seen:
     return [json.loads(p.read_text()) for p in sorted(out_dir.glob("*.json"))]
 
@@ -222,17 +240,7 @@ def test_a_local_checkpoint_is_written_without_filecontext(spark: Any) -> None:
 def test_query_reads_committed_ranges_per_partition_and_resumes_where_it_should(
     spark: Any, mariadb: Any, kafka: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    name = f"spark-{uuid.uuid4().hex[:8]}"
-    config = write_pipeline(tmp_path / "p.yaml", mariadb, kafka, name, "db.t",
-                            # Spark's own ranges (what the driver's head start writes
-                            # would be recorded twice by this writer, which commits nothing)
-                            pipeline={"trigger.interval": "200ms", "head-start": False},
-                            sink={"sink.delivery-guarantee": "exactly-once"})
-    defn = load_pipeline(config)
-    topic = defn.pipeline.changelog_topic
-    TopicAdmin({"bootstrap.servers": kafka.bootstrap}).ensure(TopicSpec(topic, 2))
-    producer = TransactionalProducer({"bootstrap.servers": kafka.bootstrap}, f"test.{name}")
-    producer.init()
+    defn, topic, producer = _pipeline(tmp_path, mariadb, kafka, "200ms", partitions=2)
     _transaction(producer, topic, "a", {0: 4, 1: 3})
     _transaction(producer, topic, "aborted", {0: 3, 1: 3}, commit=False)
     _transaction(producer, topic, "b", {0: 2, 1: 2})
@@ -302,3 +310,56 @@ def test_query_reads_committed_ranges_per_partition_and_resumes_where_it_should(
             rf"checkpoint {re.escape(str(checkpoint))} is damaged: its offset log has no entry "
             rf"for batch {entries[-1] - 1}\b.*delete that checkpoint directory")):
         _run(defn, monkeypatch, tmp_path / "run5", lambda t: False)
+
+
+def test_a_stop_requested_as_a_batch_begins_leaves_it_whole_to_the_next_start(
+    spark: Any, mariadb: Any, kafka: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The bad timing on purpose: the stop is requested at the end of a batch, with the next
+    batch's records already committed and no wait between batches, so Spark begins that
+    batch at once. It is refused before it writes anything (no Spark job to interrupt, no
+    stack trace printed), and the next start writes it, once."""
+    defn, topic, producer = _pipeline(tmp_path, mariadb, kafka, "0ms", partitions=1)
+    _transaction(producer, topic, "a", {0: 3})
+    first = _committed_records(kafka, topic)
+    out = tmp_path / "run1"
+    out.mkdir()
+    monkeypatch.setattr(job, "write_partition", partial(_record, str(out)))
+    monkeypatch.setattr(job, "POLL_S", 60)  # the waiting loop must not stop the query first
+    stop, errors, batches = threading.Event(), [], []
+
+    def after(batch_id: int, results: list[Counters]) -> None:
+        batches.append(batch_id)
+        if not stop.is_set():
+            _transaction(producer, topic, "b", {0: 2})  # the next batch's records
+            stop.set()
+
+    def target() -> None:
+        try:
+            job.run_sink(defn, stop_event=stop, on_batch=after)
+        except Exception as exc:  # noqa: BLE001 - handed over to the test thread
+            errors.append(exc)
+
+    capfd.readouterr()
+    with caplog.at_level("INFO"):
+        thread = threading.Thread(target=target, daemon=True)
+        thread.start()
+        thread.join(120)
+        assert not thread.is_alive(), "run_sink did not stop"
+    assert not errors, errors
+    assert len(batches) == 1, batches
+    assert set(_offsets(_tasks(out))) == first  # the refused batch wrote nothing
+    assert "sink query stopped before its next batch, which the next start writes" in caplog.text
+    printed = capfd.readouterr()
+    for text in (printed.out, printed.err, caplog.text):
+        assert "Traceback" not in text and "terminated with error" not in text, text[-3000:]
+        assert "StackOverflowError" not in text and "InterruptedException" not in text
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+
+    # the next start writes the refused batch's records, and nothing of the first again
+    monkeypatch.setattr(job, "POLL_S", 1)  # its stop, once it has, is seen at once
+    second = _committed_records(kafka, topic) - first
+    producer.close()
+    tasks, _ = _run(defn, monkeypatch, tmp_path / "run2", lambda t: set(_offsets(t)) >= second)
+    assert sorted(_offsets(tasks)) == sorted(second)

@@ -43,6 +43,7 @@ from cdc_ingest.sink.driver.startup import (
     start_from,
     warm_python_workers,
 )
+from cdc_ingest.sink.driver.stopping import is_stop_before_batch, refuse_new_batch, stop_query
 from cdc_ingest.sink.driver.task_settings import sink_settings
 from cdc_ingest.sink.runtime import class_data_sharing as cds
 from cdc_ingest.sink.runtime.connector_jars import CONNECTOR
@@ -60,7 +61,6 @@ log = logging.getLogger(__name__)
 
 
 POLL_S = 1  # how often the waiting loop looks at the stop event
-STOP_GRACE_S = 30.0  # how long a stop waits for the running batch to finish
 FIRST_TX_ROWS = 2_000  # a task's first transaction in the first batch (_batch_writer)
 
 # Kafka settings Spark's Kafka source manages itself (it refuses most of them at start).
@@ -103,6 +103,7 @@ def source_options(defn: PipelineDef, start: str | None) -> dict[str, str]:
 def _batch_writer(
     spark: SparkSession, checkpoint: str, settings: SinkSettings,
     on_batch: BatchCallback | None, head: HeadStart | None = None,
+    stop_event: threading.Event | None = None,
 ) -> Callable[[DataFrame, int], None]:  # fmt: skip
     # the first batch after a start may hold a whole backlog: its first transactions are
     # small, so the first changes are visible soon (settings.first_tx_rows)
@@ -112,6 +113,7 @@ def _batch_writer(
 
     def write_batch(df: DataFrame, batch_id: int) -> None:
         del df  # its records are read by the tasks themselves (sink/task/range_read.py)
+        refuse_new_batch(spark, stop_event, batch_id)  # stop requested: the next start writes it
         if head is not None and (done := head.stop()):  # the first batch's only
             head_wrote.extend(done)
             metrics.record_sink_writes(done)  # the driver's own writes before this batch
@@ -137,6 +139,7 @@ def _batch_writer(
 def _start_query(
     spark: SparkSession, defn: PipelineDef, settings: SinkSettings, found: Changelog,
     on_batch: BatchCallback | None, head: HeadStart | None,
+    stop_event: threading.Event | None,
 ) -> StreamingQuery:  # fmt: skip
     options = source_options(defn, start_from(spark, defn, settings, found))
     try:
@@ -148,7 +151,8 @@ def _start_query(
         ) from exc
     writer = (
         changelog.writeStream.foreachBatch(
-            _batch_writer(spark, defn.pipeline.checkpoint_dir, settings, on_batch, head))
+            _batch_writer(spark, defn.pipeline.checkpoint_dir, settings, on_batch, head,
+                          stop_event))
         .queryName(f"cdc-ingest-sink-{defn.pipeline.id}")
         .option("checkpointLocation", defn.pipeline.checkpoint_dir)
     )
@@ -162,35 +166,23 @@ def _start_query(
     return query
 
 
-def _stop(query: StreamingQuery, checkpoint: str) -> None:
-    """Stop between batches when possible, so no batch is cut off half-written."""
-    deadline = time.monotonic() + STOP_GRACE_S
-    while query.isActive and query.status.get("isTriggerActive") and (
-        time.monotonic() < deadline
-    ):
-        time.sleep(0.1)
-    failure = query.exception()
-    if failure is not None:
-        raise query_failed(failure, checkpoint) from failure
-    query.stop()
-    if query.exception() is not None:
-        # stop() interrupted a running batch: its transactions are aborted and it is redone
-        # on the next start, so this is not a failure of the sink.
-        log.warning("the sink stopped during a batch, which the next start redoes")
-    log.info("sink query stopped")
-
-
-def _wait(query: StreamingQuery, stop_event: threading.Event | None, checkpoint: str) -> None:
+def _wait(spark: SparkSession, query: StreamingQuery, stop_event: threading.Event | None,
+          checkpoint: str) -> None:  # fmt: skip
     try:
         while not query.awaitTermination(POLL_S):
             if stop_event is not None and stop_event.is_set():
-                _stop(query, checkpoint)
+                stop_query(spark, query, checkpoint)
                 return
     except StreamingQueryException as exc:
-        raise query_failed(exc, checkpoint) from exc
-    failure = query.exception()  # it ended without our stop: someone stopped it, or it failed
-    if failure is not None:
-        raise query_failed(failure, checkpoint) from failure
+        failure: BaseException | None = exc
+    else:  # it ended without our stop: someone stopped it, or it failed
+        failure = query.exception()
+    if failure is None:
+        return
+    if stop_event is not None and stop_event.is_set() and is_stop_before_batch(failure):
+        log.info("sink query stopped before its next batch, which the next start writes")
+        return
+    raise query_failed(failure, checkpoint) from failure
 
 
 def run_sink(
@@ -235,9 +227,9 @@ def run_sink(
             metadata.start()
             on_batch = metadata.after(on_batch)
         on_batch = cds.after_first_batch(on_batch)  # builds a missing CDS archive, once
-        query = _start_query(spark, defn, settings, found, on_batch, head)
+        query = _start_query(spark, defn, settings, found, on_batch, head, stop_event)
         try:
-            _wait(query, stop_event, defn.pipeline.checkpoint_dir)
+            _wait(spark, query, stop_event, defn.pipeline.checkpoint_dir)
         finally:
             if query.isActive:  # an exception (KeyboardInterrupt included) got here
                 query.stop()

@@ -222,14 +222,20 @@ _QUIET_LOGGERS = (
 
 
 def _quiet(session: SparkSession) -> None:
-    """Raise those loggers to ERROR (log4j2, through the driver's JVM); never fatal."""
+    """Raise those loggers to ERROR."""
+    log4j_levels(session, _QUIET_LOGGERS, "ERROR")
+
+
+def log4j_levels(session: SparkSession, names: tuple[str, ...], level: str) -> None:
+    """Set the driver JVM's log4j2 ``level`` (``ERROR``, ``OFF``, ...) of the loggers
+    ``names``; never fatal."""
     try:
         jvm: Any = session.sparkContext._jvm  # log4j2 has no Python API
-        level = jvm.org.apache.logging.log4j.Level.ERROR
-        for name in _QUIET_LOGGERS:
-            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, level)
+        value = getattr(jvm.org.apache.logging.log4j.Level, level)
+        for name in names:
+            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, value)
     except Exception as exc:  # noqa: BLE001 - a log level is not worth failing the sink
-        log.debug("could not quiet Spark's loggers: %s", exc)
+        log.debug("could not set Spark's loggers %s to %s: %s", names, level, exc)
 
 
 def _restore_sigint(handler: object) -> None:
