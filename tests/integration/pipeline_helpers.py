@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -160,15 +160,25 @@ def changelog(
     return records
 
 
+POLL_S = (0.05, 0.1, 0.2, 0.4, 0.5)  # a wait looks again soon at first, then every 0.5 s
+
+
+def _pauses() -> Iterator[float]:
+    yield from POLL_S[:-1]
+    while True:
+        yield POLL_S[-1]
+
+
 def wait_for(predicate: Callable[[], Any], timeout: float = 60, what: str = "condition") -> Any:
     deadline = time.monotonic() + timeout
-    while True:
+    for pause in _pauses():
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.5)
+        time.sleep(pause)
+    raise AssertionError("unreachable")
 
 
 def stop_between(proc: subprocess.Popen[bytes], count: Callable[[], int], low: int,
@@ -208,8 +218,9 @@ def written_batches(log: Path) -> int:
 def wait_quietly(predicate: Callable[[], Any], timeout: float) -> None:
     """Wait until ``predicate()`` holds or ``timeout`` passes, without failing."""
     deadline = time.monotonic() + timeout
+    pauses = _pauses()
     while not predicate() and time.monotonic() < deadline:
-        time.sleep(0.5)
+        time.sleep(next(pauses))
 
 
 def rows_of(records: list[dict[str, Any]], table: str | None = None) -> list[dict[str, Any]]:

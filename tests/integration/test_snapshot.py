@@ -25,8 +25,8 @@ from tests.integration.pipeline_helpers import (
     write_pipeline,
 )
 
-ROWS = 1_000_000
-CHUNK = 2048  # rows a snapshot chunk
+ROWS = 250_000
+CHUNK = 512  # rows a snapshot chunk
 
 
 def _fill(conn: Any, table: str, rows: int) -> None:
@@ -47,6 +47,10 @@ class Writer:
         self.conn = pymysql.connect(**admin, database=db, autocommit=True)
         self.table, self.rng, self.rate = table, random.Random(seed), rate
         self.live = dict.fromkeys(range(1, rows + 1), 0)
+        # the live keys again, for a uniform pick in O(1) (list(self.live) per pick was a
+        # million-key copy, 120 times a second: the writer took a core from capture)
+        self.keys = list(self.live)
+        self.slot = {key: i for i, key in enumerate(self.keys)}
         self.next_id = rows + 1
         self.changes: dict[int, list[tuple[str, int | None]]] = {}
         self.stop = threading.Event()
@@ -59,12 +63,19 @@ class Writer:
             cur.execute(sql, args)
         self.max_latency = max(self.max_latency, time.monotonic() - began)
 
+    def _forget(self, key: int) -> None:
+        """Take ``key`` out of :attr:`keys`: the last key moves into its slot."""
+        i, last = self.slot.pop(key), self.keys.pop()
+        if last != key:
+            self.keys[i] = last
+            self.slot[last] = i
+
     def run(self) -> None:
         try:
             while not self.stop.is_set():
                 roll = self.rng.random()
                 if roll < 0.6:
-                    key = self.rng.choice(list(self.live)) if roll < 0.3 else self.rng.randint(
+                    key = self.rng.choice(self.keys) if roll < 0.3 else self.rng.randint(
                         1, self.next_id - 1)
                     if key in self.live:
                         self._do(f"UPDATE {self.table} SET v = v + 1 WHERE id = %s", (key,))
@@ -75,12 +86,15 @@ class Writer:
                     if key in self.live:
                         self._do(f"DELETE FROM {self.table} WHERE id = %s", (key,))
                         del self.live[key]
+                        self._forget(key)
                         self.changes.setdefault(key, []).append(("-D", None))
                 else:
                     key = self.next_id
                     self.next_id += 1
                     self._do(f"INSERT INTO {self.table} VALUES (%s, 0, 'new', NOW(3))", (key,))
                     self.live[key] = 0
+                    self.slot[key] = len(self.keys)
+                    self.keys.append(key)
                     self.changes.setdefault(key, []).append(("+I", 0))
                 time.sleep(1 / self.rate)
         except BaseException as exc:  # noqa: BLE001 - reported by the test

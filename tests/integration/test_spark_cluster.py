@@ -13,6 +13,7 @@ from __future__ import annotations
 import decimal
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -137,6 +138,10 @@ def test_sink_on_a_standalone_cluster_with_a_clean_executor_python(
     try:
         wait_for(lambda: len(sink_topic(kafka, topic)) >= 40 or proc.poll() is not None,
                  timeout=240, what="the snapshot's 40 rows in the sink topic")
+        # the driver's head start may have written them before Spark's first batch: the
+        # changes below go once Spark's tasks write, so that the executors write them
+        wait_for(lambda: re.search(r"sink\.driver\.query: batch \d+: ", log.read_text())
+                 or proc.poll() is not None, timeout=240, what="Spark's first batch written")
         assert proc.poll() is None, log.read_text()[-4000:]
         with conn.cursor() as cur:
             cur.execute("UPDATE t SET v = CONCAT(v, '-u') WHERE id <= 10")
