@@ -13,6 +13,7 @@ import click
 from cdc_ingest import __version__, exit_codes, logs
 from cdc_ingest.commands.migration_cli import cutover, verify
 from cdc_ingest.commands.options import config_option
+from cdc_ingest.commands.signal_cli import set_position, snapshot, stop_snapshot
 from cdc_ingest.errors import CdcIngestError
 
 log = logging.getLogger("cdc_ingest")
@@ -179,28 +180,22 @@ def acls(config_path: Path, principal: str | None) -> None:
 @click.option("--transactions", is_flag=True,
               help="whole MySQL transactions in commit order, one block each (needs "
               "sink.transaction-metadata.topic)")
+@click.option("--notifications", is_flag=True,
+              help="capture's notifications (snapshots started, their progress, done)")
 def watch(config_path: Path, topics: tuple[str, ...], from_beginning: bool,
-          transactions: bool) -> None:
+          transactions: bool, notifications: bool) -> None:
     """Print the sink topics' messages as they are committed (key, value, headers) until
     Ctrl-C; TOPICS default to every sink topic of the pipeline. --transactions: one block per
-    whole MySQL transaction (a header line, then its messages), in commit order."""
-    from cdc_ingest.commands.watch import watch_topics, watch_transactions
+    whole MySQL transaction (a header line, then its messages), in commit order;
+    --notifications: capture's notifications, one line each."""
+    from cdc_ingest.commands.watch import watch_notifications, watch_topics, watch_transactions
     from cdc_ingest.config import load_pipeline
 
-    follow = watch_transactions if transactions else watch_topics
+    if transactions and notifications:
+        raise click.UsageError("--transactions and --notifications: choose one")
+    follow = (watch_transactions if transactions
+              else watch_notifications if notifications else watch_topics)
     follow(load_pipeline(config_path), list(topics), from_beginning, click.echo)
-
-
-@cli.command()
-@config_option
-@click.argument("tables", nargs=-1, required=True)
-def snapshot(config_path: Path, tables: tuple[str, ...]) -> None:
-    """Snapshot TABLES (db.table ...) again: their keys are tombstoned in the sink topics, then
-    their rows written again, while the pipeline runs (docs/operations.md)."""
-    from cdc_ingest.commands.snapshot import request_snapshot
-    from cdc_ingest.config import load_pipeline
-
-    request_snapshot(load_pipeline(config_path), list(tables), click.echo)
 
 
 @cli.command(help=f"""Show capture's position against the binlog head and the sink's lag per
@@ -265,6 +260,9 @@ def demo(no_wait: bool, fmt: str) -> None:
 
 cli.add_command(verify)
 cli.add_command(cutover)
+cli.add_command(snapshot)
+cli.add_command(stop_snapshot)
+cli.add_command(set_position)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -30,6 +30,8 @@ TRANSIENT = 11
 NOT_CAUGHT_UP = 12
 CUTOVER_REFUSED = 13
 KAFKA_DENIED = 14
+SIGNAL_REFUSED = 15
+SIGNAL_NOT_TAKEN = 16
 INTERRUPTED = 130
 
 
@@ -89,6 +91,12 @@ TABLE: tuple[ExitCode, ...] = (
     ExitCode(KAFKA_DENIED, "KAFKA_DENIED", "Kafka's authorizer refused the principal a topic, "
              "group or transactional id (the message names the ACL to grant; `cdc-ingest "
              "acls` prints them all)", "every command that talks to Kafka (`start`: 9)"),
+    ExitCode(SIGNAL_REFUSED, "SIGNAL_REFUSED", "capture read the request and refused it (the "
+             "reason is printed; capture goes on)", "`snapshot`, `stop-snapshot`, `set-position`"),
+    ExitCode(SIGNAL_NOT_TAKEN, "SIGNAL_NOT_TAKEN", "no capture took the request within "
+             "`--wait` seconds (none runs, or it is busy with an unfinished snapshot): it stays "
+             "in the signal topic, and a capture takes it when it can",
+             "`snapshot`, `stop-snapshot`, `set-position`"),
     ExitCode(INTERRUPTED, "INTERRUPTED", "Ctrl-C (SIGINT) stopped a command before it "
              "finished (`capture`, `sink`, `start`, `demo`, and `watch` once it follows its "
              "topics, stop cleanly with 0 instead)",

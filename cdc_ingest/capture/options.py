@@ -39,6 +39,7 @@ class CaptureOptions:
     offsets_topic: str
     schema_topic: str
     signal_topic: str  # requests to the running capture (capture/signals.py)
+    notification_topic: str  # what capture is doing (capture/notifications.py)
     schema_change_behavior: str  # lenient | exception | evolve | ignore
     sink_group: str  # the sink's consumer group: re-keying waits for its offsets
     partitions: int
@@ -94,6 +95,7 @@ def capture_options(defn: PipelineDef) -> CaptureOptions:
         offsets_topic=p.offsets_topic,
         schema_topic=p.schema_topic,
         signal_topic=defn.signal_topic,
+        notification_topic=defn.notification_topic,
         # try_evolve is evolve here: a change that cannot be applied stops, never skipped
         schema_change_behavior=("evolve" if p.schema_change_behavior.value == "try_evolve"
                                 else str(p.schema_change_behavior.value)),

@@ -16,6 +16,7 @@ from collections.abc import Collection
 from dataclasses import replace
 
 from cdc_ingest.capture.events import TxBegin
+from cdc_ingest.capture.notifications import INCREMENTAL, INITIAL, new_note
 from cdc_ingest.capture.options import CaptureOptions, StartupSpec
 from cdc_ingest.capture.schema_guard import read_schema_topic
 from cdc_ingest.capture.snapshot.state import SnapshotState
@@ -78,7 +79,8 @@ def start_position(options: CaptureOptions, committed: Position | None,
             tables = sorted(t for t in catalog.tables() if options.captured(*t))
             log.info("snapshot of %d table(s) first, then the binlog from %s",
                      len(tables), start.describe())
-            state = SnapshotState([list(t) for t in tables], server=catalog.server_identity())
+            state = SnapshotState([list(t) for t in tables], server=catalog.server_identity(),
+                                  note=new_note(INITIAL))
             start = replace(start, snapshot=state.as_json())
         start = replace(start, tables=options.selection)
     why = catalog.purged_before(start)
@@ -142,10 +144,11 @@ def added_tables(options: CaptureOptions, start: Position, catalog: Catalog) -> 
             "the earlier tables until capture logs that the re-key is done, then add them")
     server = catalog.server_identity()
     if state is None:
-        state = SnapshotState([list(t) for t in added], server=server)
+        state = SnapshotState([list(t) for t in added], server=server,
+                              note=new_note(INCREMENTAL))
     elif state.done:  # the earlier snapshot's chunks still filter the binlog
         state = SnapshotState([list(t) for t in added], chunks=state.chunks,
-                              server=state.server or server)
+                              server=state.server or server, note=new_note(INCREMENTAL))
     else:  # unfinished: the added tables come after its own
         state.tables.extend(list(t) for t in added if list(t) not in state.tables)
     log.info("scan.newly-added-table.enabled: snapshot of %d added table(s) (%s) first, then "

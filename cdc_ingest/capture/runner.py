@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import time
 from types import FrameType
 from typing import Any
 
@@ -66,7 +67,7 @@ class Capture:
              **options.kafka}, options.transactional_id)
         self._tx = ChangelogTransaction(
             producer, PositionStore(options.kafka, options.offsets_topic),
-            options.changelog_topic, options.schema_topic,
+            options.changelog_topic, options.schema_topic, options.notification_topic,
             Limits(options.max_rows, options.max_interval_s, options.heartbeat_s))
         self._watch: SignalWatch | None = None
 
@@ -100,9 +101,11 @@ class Capture:
         """One run from the committed position, until stopped or a request arrives."""
         o, tx = self.options, self._tx
         start, skip_before_s = start_position(o, tx.load_position(), self._catalog)
-        start = take_requests(o, start, self._catalog)
+        start, notes = take_requests(o, start, self._catalog)
         waiting = self._watch_signals(start)
         tx.start_run(start)
+        for note in notes:  # committed with the position past their signals
+            tx.notification(o.pipeline.encode(), note, int(time.time() * 1000))
         guard = SchemaGuard(tx, read_schema_topic(o.kafka, o.schema_topic),
                             o.schema_change_behavior, o.tinyint1_as_boolean)
         if not tx.resumed:
@@ -196,6 +199,7 @@ class Capture:
                       {"max.message.bytes": str(self._max_message_bytes)}),
             *(TopicSpec(internal, 1, o.replication_factor, {"cleanup.policy": "compact"})
               for internal in (o.offsets_topic, o.schema_topic, o.signal_topic)),
+            TopicSpec(o.notification_topic, 1, o.replication_factor, {}),  # a log: kept
         ])
         return counts[o.changelog_topic]
 

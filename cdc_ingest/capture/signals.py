@@ -20,6 +20,12 @@ never leaving a key behind that the table no longer has.
 
 A request waits (stays in the topic, not taken) while a snapshot or a re-key is unfinished:
 those are carried on first, then capture starts over to take it.
+
+A ``set-binlog-position`` signal moves the position itself (capture/set_position.py), the
+signals after it are taken from there.
+
+Requests come in Debezium's format too (capture/signal_format.py). Each, taken or refused
+with why, is a notification (capture/notifications.py) committed with the position past it.
 """
 
 from __future__ import annotations
@@ -28,14 +34,26 @@ import logging
 import threading
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
+from cdc_ingest.capture.notifications import INCREMENTAL, new_note, signal_note
 from cdc_ingest.capture.options import CaptureOptions
+from cdc_ingest.capture.set_position import take_set_position
+from cdc_ingest.capture.signal_format import (
+    EXECUTE_SNAPSHOT,
+    REPAIR,
+    SET_POSITION,
+    STOP_SNAPSHOT,
+    Signal,
+    parse_signal,
+)
+from cdc_ingest.capture.snapshot.filtered import FilterRefused, filtered_keys
 from cdc_ingest.capture.snapshot.repair import MAX_KEYS, REPAIRABLE_TYPES, spelled
 from cdc_ingest.capture.snapshot.state import SnapshotState
+from cdc_ingest.capture.snapshot_stop import take_stops
 from cdc_ingest.kafka.consumer import read_topic
 from cdc_ingest.kafka.signals import TopicEnd, send_one
 from cdc_ingest.model import Position
@@ -43,20 +61,7 @@ from cdc_ingest.mysql import Catalog
 
 log = logging.getLogger(__name__)
 
-EXECUTE_SNAPSHOT = "execute-snapshot"
 WATCH_INTERVAL_S = 2.0
-
-
-REPAIR = "repair"  # verify --repair: keys to read again (capture/snapshot/repair.py)
-
-
-@dataclass(frozen=True)
-class SnapshotRequest:
-    id: str
-    tables: tuple[tuple[str, str], ...]
-    offset: int
-    # a repair: per table, the keys (JSON texts) to read again; None: whole tables
-    keys: dict[tuple[str, str], list[str]] | None = None
 
 
 def send_repair(kafka: dict[str, Any], topic: str,
@@ -69,83 +74,113 @@ def send_repair(kafka: dict[str, Any], topic: str,
     return request_id, send_one(kafka, topic, request_id.encode(), value)
 
 
-def send_request(kafka: dict[str, Any], topic: str, tables: list[tuple[str, str]]) -> str:
-    """Write a snapshot request for ``tables``; returns its id."""
+def send_request(kafka: dict[str, Any], topic: str, tables: list[tuple[str, str]],
+                 where: str | None = None) -> str:
+    """Write a snapshot request for ``tables`` (``where``: of the rows it selects in each);
+    returns its id."""
     request_id = uuid.uuid4().hex[:12]
-    value = orjson.dumps({"type": EXECUTE_SNAPSHOT, "id": request_id,
-                          "tables": [f"{db}.{table}" for db, table in tables],
+    names = [f"{db}.{table}" for db, table in tables]
+    value = orjson.dumps({"type": EXECUTE_SNAPSHOT, "id": request_id, "tables": names,
+                          **({"where": dict.fromkeys(names, where)} if where else {}),
                           "requested_ms": int(time.time() * 1000)})
     send_one(kafka, topic, request_id.encode(), value)
     return request_id
 
 
-def read_requests(kafka: dict[str, Any], topic: str, start: int) -> list[SnapshotRequest]:
-    """The requests at offsets ``start`` and later, in order."""
-    found = []
-    for message in read_topic(kafka, topic):
-        if message.offset < start or message.value is None:
-            continue
-        try:
-            body = orjson.loads(message.value)
-            keys = None
-            if body.get("type") == REPAIR:
-                keys = {tuple(t.split(".", 1)): [str(k) for k in texts]
-                        for t, texts in body["keys"].items()}
-                tables = tuple(keys)
-            else:
-                tables = tuple(tuple(t.split(".", 1)) for t in body["tables"])
-            if body.get("type") not in (EXECUTE_SNAPSHOT, REPAIR) or any(
-                    len(t) != 2 for t in tables):
-                raise ValueError(body.get("type"))
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            log.error("signal topic %s offset %d: not a request this capture knows (%s); "
-                      "left as is", topic, message.offset, exc)
-            continue
-        found.append(SnapshotRequest(str(body.get("id")), tables,
-                                     message.offset, keys))
-    return found
+def read_requests(kafka: dict[str, Any], topic: str, start: int,
+                  pipeline: str) -> list[Signal]:
+    """The signals at offsets ``start`` and later, in order (refused ones with why)."""
+    return [parse_signal(m.key, m.value, m.offset, pipeline)
+            for m in read_topic(kafka, topic) if m.offset >= start and m.value is not None]
 
 
-def take_requests(options: CaptureOptions, start: Position, catalog: Catalog) -> Position:
-    """``start`` with the pending requests taken: their tables in the snapshot state, with a
-    reset each, and ``signals`` past them; ``start`` itself while they must wait."""
-    requests = read_requests(options.kafka, options.signal_topic, start.signals)
-    if not requests:
-        return start
+def take_requests(options: CaptureOptions, start: Position, catalog: Catalog
+                  ) -> tuple[Position, list[bytes]]:
+    """``start`` with the pending signals taken: their tables in the snapshot state, with a
+    reset each, and ``signals`` past them; and a notification per signal, taken or refused
+    with why (capture writes them with the position that takes them). ``start`` itself and
+    none while they must wait."""
+    signals = read_requests(options.kafka, options.signal_topic, start.signals,
+                            options.pipeline)
+    if not signals:
+        return start, []
     state = SnapshotState.from_json(start.snapshot) if start.snapshot is not None else None
+    if state is not None and state.rekey is None and not state.done and \
+            signals[0].type == STOP_SNAPSHOT:
+        return take_stops(options.pipeline, start, state, signals)
     if state is not None and (state.rekey is not None or not state.done):
         what = "re-key" if state.rekey is not None else "snapshot"
-        log.warning("%d snapshot request(s) wait until the unfinished %s is done",
-                    len(requests), what)
-        return start
+        log.warning("%d signal(s) wait until the unfinished %s is done", len(signals), what)
+        return start, []
+    moving = next((i for i, s in enumerate(signals) if s.type == SET_POSITION), None)
+    if moving == 0:  # alone: the signals after it are taken from where it moved capture
+        return _move(options, start, signals[0], catalog)
+    if moving is not None:  # taken once those before it are (after their snapshot, if any)
+        signals = signals[:moving]
     wanted: list[list[str]] = []
     repairs: list[list[Any]] = []
     existing = set(catalog.tables())
-    for request in requests:
-        for db, table in request.tables:
+    notes: list[bytes] = []
+    whole: list[str] = []  # the signals that snapshot whole tables: the snapshot's id
+    for signal in signals:
+        why: list[str] = [] if signal.refused is None else [signal.refused]
+        took: list[str] = []
+        if signal.type == STOP_SNAPSHOT and signal.refused is None:
+            why.append("no snapshot is running")
+        for db, table in () if signal.type == STOP_SNAPSHOT else signal.tables:
             if not options.captured(db, table) or (db, table) not in existing:
-                log.warning("%s request %s: %s.%s is not a table this pipeline captures "
-                            "now; nothing to do for it", "repair" if request.keys else
-                            "snapshot", request.id, db, table)
-            elif request.keys is not None:
-                repairs += repair_chunks(catalog, db, table, request.keys[(db, table)],
-                                         request.id)
-            elif [db, table] not in wanted:
-                wanted.append([db, table])
-    end = requests[-1].offset + 1
+                why.append(f"{db}.{table} is not a table this pipeline captures now")
+            elif signal.keys is not None:
+                repairs += repair_chunks(catalog, db, table, signal.keys[(db, table)],
+                                         signal.id)
+                took.append(f"{db}.{table}")
+            elif signal.where is not None and (db, table) in signal.where:
+                where = signal.where[(db, table)]
+                try:
+                    keys = filtered_keys(catalog, db, table, where)
+                except FilterRefused as exc:
+                    why.append(str(exc))
+                    continue
+                repairs += repair_chunks(catalog, db, table, keys, signal.id)
+                took.append(f"{db}.{table} where {where} ({len(keys)} "
+                            f"row{'' if len(keys) == 1 else 's'})")
+            else:
+                took.append(f"{db}.{table}")
+                if signal.id not in whole:
+                    whole.append(signal.id)
+                if [db, table] not in wanted:
+                    wanted.append([db, table])
+        for reason in why:
+            log.warning("signal %s (%s, offset %d): %s", signal.id, signal.type,
+                        signal.offset, reason)
+        notes.append(signal_note(options.pipeline, signal, took, why))
+    end = signals[-1].offset + 1
     repairs = [r for r in repairs if r[:2] not in wanted]  # snapshotted whole anyway
     if not wanted and not repairs:
-        return replace(start, signals=end)
-    state = SnapshotState.again(state, wanted, catalog.server_identity(), resets=True)
+        if moving is not None:
+            rest, more = take_requests(options, replace(start, signals=end), catalog)
+            return rest, notes + more
+        return replace(start, signals=end), notes
+    note = new_note(INCREMENTAL, ",".join(whole)) if wanted else None
+    state = SnapshotState.again(state, wanted, catalog.server_identity(), resets=True,
+                                note=note)
     state.repairs = repairs
     kinds = " and ".join(k for k, there in (("snapshot", wanted), ("repair", repairs)) if there)
     log.info("%s request(s) %s: %s, then the binlog from %s", kinds,
-             ", ".join(r.id for r in requests),
+             ", ".join(r.id for r in signals),
              "; ".join([*(f"{'.'.join(t)} snapshotted again (its keys tombstoned first)"
                           for t in wanted),
                         *(f"{len(r[2])} key(s) of {r[0]}.{r[1]} read again" for r in repairs)]),
              start.describe())
-    return replace(start, snapshot=state.as_json(), signals=end)
+    return replace(start, snapshot=state.as_json(), signals=end), notes
+
+
+def _move(options: CaptureOptions, start: Position, signal: Signal, catalog: Catalog
+          ) -> tuple[Position, list[bytes]]:
+    moved, took, why = take_set_position(start, signal, catalog)
+    said = signal_note(options.pipeline, signal, took, why)
+    moved, notes = take_requests(options, replace(moved, signals=signal.offset + 1), catalog)
+    return moved, [said, *notes]
 
 
 def repair_chunks(catalog: Catalog, db: str, table: str, texts: list[str], request: str

@@ -27,6 +27,7 @@ from cdc_ingest.capture.binlog_schema import TableSchema
 from cdc_ingest.capture.context import CaptureContext
 from cdc_ingest.capture.ddl import action_of, arrivals, dropped_database, renames, tables_of
 from cdc_ingest.capture.events import Ddl
+from cdc_ingest.capture.notifications import INCREMENTAL, new_note
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.errors import SourceError
@@ -126,7 +127,8 @@ class TableDdl:
         # no reset record: the rename's own records reset the names
         state = SnapshotState.again(chunk_filter.state if chunk_filter is not None else None,
                                     [list(t) for t in tables],
-                                    self._catalog.server_identity(), resets=False)
+                                    self._catalog.server_identity(), resets=False,
+                                    note=new_note(INCREMENTAL))
         state.prunes = [self.swapped[t] for t in tables if t in self.swapped]
         self.swapped = {}
         tx.position = replace(tx.position, snapshot=state.as_json())

@@ -47,11 +47,13 @@ class Limits:
 
 class ChangelogTransaction:
     def __init__(self, producer: TransactionalProducer, store: PositionStore,
-                 changelog_topic: str, schema_topic: str, limits: Limits) -> None:
+                 changelog_topic: str, schema_topic: str, notification_topic: str,
+                 limits: Limits) -> None:
         self._producer = producer
         self._store = store
         self.changelog_topic = changelog_topic
         self._schema_topic = schema_topic
+        self._notification_topic = notification_topic
         self.max_rows = limits.max_rows
         self._max_interval = limits.max_interval_s
         self._heartbeat = limits.heartbeat_s
@@ -138,6 +140,12 @@ class ChangelogTransaction:
         self._begin()
         for partition in partitions:
             self._producer.send(self.changelog_topic, value, None, ts_ms, partition=partition)
+
+    def notification(self, key: bytes, value: bytes, ts_ms: int) -> None:
+        """A notification (capture/notifications.py) in the open transaction: visible when
+        what it tells of is committed, and never again after a crash."""
+        self._begin()
+        self._producer.send(self._notification_topic, value, key, ts_ms)
 
     def schema_record(self, key: bytes, value: bytes | None, ts_ms: int = 0) -> None:
         """A schema-topic record (cdc_ingest/model/schema_topic.py; None: a tombstone), in

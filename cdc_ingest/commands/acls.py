@@ -40,7 +40,8 @@ def pipeline_acls(defn: PipelineDef, tables: Iterable[tuple[str, str]]) -> list[
     pipeline = defn.pipeline
     acls = [
         Acl("topic", "prefixed", prefix, TOPIC_OPERATIONS,
-            "the pipeline's own topics (signals, verify state, transaction metadata state)"),
+            "the pipeline's own topics (signals, notifications, verify state, transaction "
+            "metadata state)"),
         Acl("transactional-id", "prefixed", prefix, ("Describe", "Write"),
             "capture's, each sink task's and the metadata writer's transactions"),
         Acl("group", "prefixed", prefix, ("Describe", "Read"),

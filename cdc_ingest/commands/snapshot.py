@@ -8,21 +8,51 @@ binlog as any snapshot is.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+import uuid
+from collections.abc import Callable, Generator
+from typing import Any
 
+import orjson
+
+from cdc_ingest import exit_codes
+from cdc_ingest.capture.notifications import SIGNAL, TAKEN
+from cdc_ingest.capture.signal_format import STOP_SNAPSHOT
 from cdc_ingest.capture.signals import send_request
+from cdc_ingest.capture.snapshot.keyorder import quote
 from cdc_ingest.config import PipelineDef
-from cdc_ingest.errors import ConfigError, ConfigProblem
+from cdc_ingest.errors import CdcIngestError, ConfigError, ConfigProblem
 from cdc_ingest.kafka import TopicAdmin, TopicSpec
+from cdc_ingest.kafka.consumer import Message
+from cdc_ingest.kafka.follow import follow_or_idle
+from cdc_ingest.kafka.signals import send_one
 from cdc_ingest.mysql import Catalog, connection_settings
+from cdc_ingest.mysql.catalog import QueryRefused
 
 
-def request_snapshot(defn: PipelineDef, names: list[str], echo: Callable[[str], None]) -> str:
-    """Check the tables and write the request; returns its id."""
+class SignalRefused(CdcIngestError):
+    exit_code = exit_codes.SIGNAL_REFUSED
+
+
+class SignalNotTaken(CdcIngestError):
+    exit_code = exit_codes.SIGNAL_NOT_TAKEN
+
+
+def request_snapshot(defn: PipelineDef, names: list[str], echo: Callable[[str], None],
+                     wait_s: float = 0.0, where: str | None = None) -> str:
+    """Check the tables and write the request; then, for up to ``wait_s`` seconds, wait for
+    capture's notification that it took it (returns its id) or refused it (raises)."""
     tables, problems = [], []
     catalog = Catalog(connection_settings(defn.source), retries=0)
     try:
         existing = set(catalog.tables())
+        for name in names if where else []:
+            db, _, table = name.partition(".")
+            if (db, table) in existing:
+                refused = _refused_filter(catalog, db, table, where or "")
+                if refused:
+                    problems.append(ConfigProblem("--where", refused, "write a condition "
+                                                  "MySQL accepts for each table named"))
     finally:
         catalog.close()
     for name in names:
@@ -40,14 +70,94 @@ def request_snapshot(defn: PipelineDef, names: list[str], echo: Callable[[str], 
             tables.append((db, table))
     if problems:
         raise ConfigError(problems)
+    listed = ", ".join(f"{db}.{table}" for db, table in tables) + (
+        f" where {where}" if where else "")
+    what = ("the rows the condition selects are written again, nothing is tombstoned"
+            if where else "the tables' keys are tombstoned in their sink topics, then "
+            "their rows are written again")
+
+    def send(kafka: dict[str, Any]) -> tuple[str, str]:
+        request_id = send_request(kafka, defn.signal_topic, tables, where)
+        return request_id, (
+            f"snapshot of {listed} requested (request {request_id}). The running capture "
+            f"takes it within a few seconds (if none runs, the next start does): {what}; "
+            "`cdc-ingest watch --notifications` follows it, and `cdc-ingest verify` compares "
+            "the topics when it is done.")
+
+    return signal_and_wait(defn, send, echo, wait_s, "snapshot of")
+
+
+def signal_and_wait(defn: PipelineDef, send: Callable[[dict[str, Any]], tuple[str, str]],
+            echo: Callable[[str], None], wait_s: float, did: str) -> str:
+    """``send`` writes a signal (returns its id and what to say of it); then, for up to
+    ``wait_s`` seconds, capture's answer, taken (returns the id) or refused (raises)."""
     kafka = defn.kafka_config()
     TopicAdmin(kafka).ensure(TopicSpec(defn.signal_topic, 1,
                                        defn.sink.topic_replication_factor or -1,
                                        {"cleanup.policy": "compact"}))
-    request_id = send_request(kafka, defn.signal_topic, tables)
-    listed = ", ".join(f"{db}.{table}" for db, table in tables)
-    echo(f"snapshot of {listed} requested (request {request_id}). The running capture takes "
-         "it within a few seconds (if none runs, the next start does): the tables' keys are "
-         "tombstoned in their sink topics, then their rows are written again; capture logs "
-         "each chunk, and `cdc-ingest verify` compares the topics when it is done.")
-    return request_id
+    # what capture notifies from here on: its answer to this signal comes after
+    notes = follow_or_idle(kafka, [defn.notification_topic]) if wait_s > 0 else None
+    try:
+        signal_id, said = send(kafka)
+        echo(said)
+        if notes is not None:
+            _answer(notes, signal_id, wait_s, echo, did)
+    finally:
+        if notes is not None:
+            notes.close()
+    return signal_id
+
+
+def _refused_filter(catalog: Catalog, db: str, table: str, where: str) -> str | None:
+    """MySQL's reason to refuse ``where`` on ``db.table`` (it runs with LIMIT 0), or None."""
+    try:
+        catalog.select(f"SELECT 1 FROM {quote(db)}.{quote(table)} WHERE ({where}) LIMIT 0")  # noqa: S608
+    except QueryRefused as exc:
+        return f"MySQL refuses it on {db}.{table}: {exc}"
+    return None
+
+
+def _answer(notes: Generator[Message | None, None, None], request_id: str, wait_s: float,
+            echo: Callable[[str], None], did: str = "snapshot of") -> None:
+    """Capture's Signal notification of ``request_id``: taken (returns) or refused (raises);
+    :class:`SignalNotTaken` after ``wait_s`` seconds without it."""
+    deadline = time.monotonic() + wait_s
+    for message in notes:
+        if message is not None and message.value is not None:
+            note = orjson.loads(message.value)
+            if note.get("aggregate_type") == SIGNAL and note.get("id") == request_id:
+                data = note.get("additional_data", {})
+                if note.get("type") == TAKEN:
+                    echo(f"capture took request {request_id}: {did} "
+                         f"{data.get('data_collections')}"
+                         + (f" (refused: {data['reason']})" if data.get("reason") else ""))
+                    return
+                raise SignalRefused(f"capture refused request {request_id}: "
+                                    f"{data.get('reason')}")
+        if time.monotonic() > deadline:
+            break
+    raise SignalNotTaken(
+        f"no capture took request {request_id} within {wait_s:g} s (none runs, or it is busy "
+        "with an unfinished snapshot). It stays in the signal topic: a capture takes it when "
+        "it can, and `cdc-ingest status` lists it meanwhile.")
+
+
+def request_stop(defn: PipelineDef, names: list[str], echo: Callable[[str], None],
+                 wait_s: float = 0.0) -> str:
+    """Write a stop-snapshot signal in Debezium's format (``names``: the tables; none: all
+    the running snapshot has left), then wait for capture's answer as
+    :func:`request_snapshot` does; returns its id."""
+    for name in names:
+        if not all(name.partition(".")[::2]):
+            raise ConfigError([ConfigProblem(name, "is not a table name", "write it db.table")])
+
+    def send(kafka: dict[str, Any]) -> tuple[str, str]:
+        signal_id = uuid.uuid4().hex[:12]
+        value = orjson.dumps({"type": STOP_SNAPSHOT, "id": signal_id,
+                              "data": {"data-collections": names, "type": "incremental"}})
+        send_one(kafka, defn.signal_topic, defn.pipeline.name.encode(), value)
+        return signal_id, (f"stop-snapshot of {', '.join(names) or 'every table left'} sent "
+                           f"(signal {signal_id}); capture stops reading them and goes on "
+                           "with the binlog")
+
+    return signal_and_wait(defn, send, echo, wait_s, "stopped")

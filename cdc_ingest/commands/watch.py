@@ -6,6 +6,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 from cdc_ingest.commands.pipeline_reader import captured_sink_topics
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.config.sink_topics import transaction_metadata_topic
@@ -94,3 +96,36 @@ def watch_transactions(defn: PipelineDef, topics: list[str], from_beginning: boo
         pass
     finally:
         reader.close()
+
+
+def notification_line(value: bytes | None) -> str:
+    """A notification (capture/notifications.py) for a person: when, kind, type, snapshot
+    id, then its additional data."""
+    try:
+        note = orjson.loads(value or b"")
+        when = datetime.fromtimestamp(int(note["timestamp"]) / 1000, UTC)
+        data = " ".join(f"{k}={v}" for k, v in note.get("additional_data", {}).items())
+        return (f"{when.isoformat(timespec='milliseconds')} {note['aggregate_type']} "
+                f"{note['type']} id={note['id']} {data}").rstrip()
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return f"not a notification: {value!r}"
+
+
+def watch_notifications(defn: PipelineDef, topics: list[str], from_beginning: bool,
+                        echo: Callable[[str], None]) -> None:
+    """``watch --notifications``: what capture says it is doing, as it commits it."""
+    if topics:
+        echo("watch --notifications follows the pipeline's notification topic only; "
+             f"leave out {' '.join(topics)}")
+        return
+    topic = defn.notification_topic
+    since = "from the beginning" if from_beginning else "new notifications"
+    messages = follow_topics(defn.kafka_config(), [topic], from_beginning)
+    echo(f"following {topic} ({since}; Ctrl-C stops)")
+    try:
+        for m in messages:
+            echo(notification_line(m.value))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        messages.close()

@@ -69,6 +69,10 @@ class PipelineDef(ConfigModel):
         return names.signal_topic(self.transactional_id_prefix)
 
     @property
+    def notification_topic(self) -> str:
+        return names.notification_topic(self.transactional_id_prefix)
+
+    @property
     def verify_topic(self) -> str:
         return names.verify_topic(self.transactional_id_prefix)
 

@@ -30,6 +30,18 @@ def follow_topics(config: dict[str, Any], topics: list[str],
     """Committed messages of ``topics`` as they come, from their beginning or from this call
     on, until the caller stops reading. A topic or partition that appears later is read from
     its beginning: all of it is new."""
+    return _follow(config, topics, from_beginning, False)  # type: ignore[return-value]
+
+
+def follow_or_idle(config: dict[str, Any], topics: list[str]
+                   ) -> Generator[Message | None, None, None]:
+    """:func:`follow_topics` from now, yielding None each second nothing comes (so that the
+    caller can give up)."""
+    return _follow(config, topics, False, True)
+
+
+def _follow(config: dict[str, Any], topics: list[str], from_beginning: bool,
+            idle: bool) -> Generator[Message | None, None, None]:
     consumer = Consumer({
         **with_logger(config), "group.id": reader_group(config, "watch", unique=True),
         "enable.auto.commit": False, "isolation.level": "read_committed",
@@ -48,7 +60,7 @@ def follow_topics(config: dict[str, Any], topics: list[str],
     except BaseException:
         consumer.close()
         raise
-    return _messages(consumer, topics, starts)
+    return _messages(consumer, topics, starts, idle)
 
 
 def _stable_ends(consumer: Any, topics: list[str]) -> Starts:
@@ -72,12 +84,14 @@ def _start_at(starts: Starts, consumer: Any, partitions: list[TopicPartition]) -
     consumer.assign(partitions)
 
 
-def _messages(consumer: Any, topics: list[str],
-              starts: Starts) -> Generator[Message, None, None]:
+def _messages(consumer: Any, topics: list[str], starts: Starts,
+              idle: bool) -> Generator[Message | None, None, None]:
     try:
         while True:
             msg = consumer.poll(1.0)
             if msg is None:
+                if idle:
+                    yield None
                 continue
             error = msg.error()
             if error is not None:

@@ -39,6 +39,12 @@ def signal_topic(prefix: str) -> str:
     return f"{prefix}.signals"
 
 
+def notification_topic(prefix: str) -> str:
+    """What capture is doing (snapshots started, their progress, done), in Debezium's
+    notification format, written in capture's own transactions (capture/notifications.py)."""
+    return f"{prefix}.notifications"
+
+
 def tx_parts_topic(prefix: str) -> str:
     """What the sink's transactions wrote per MySQL transaction (transaction metadata,
     sink/task/metadata_parts.py), read by the driver, which writes BEGIN and END

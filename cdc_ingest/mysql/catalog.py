@@ -51,6 +51,10 @@ def unknown_type_error(db: str, table: str, column: str, column_type: str) -> So
         "(docs/changelog-format.md lists them), then start again.")
 
 
+class QueryRefused(ValueError):
+    """MySQL refused a query (its reason is the message)."""
+
+
 class Catalog:
     """Cached facts about the server and its tables."""
 
@@ -80,6 +84,18 @@ class Catalog:
     def _one(self, sql: str, args: Any = None) -> tuple[Any, ...]:
         rows = self._all(sql, args)
         return rows[0] if rows else ()
+
+    def select(self, sql: str) -> list[tuple[Any, ...]]:
+        """The rows of a query built elsewhere (a snapshot's filter); :class:`QueryRefused`
+        with MySQL's reason when MySQL refuses it (a server gone is what it is elsewhere)."""
+        try:
+            return self._all(sql)
+        except pymysql.err.OperationalError as exc:
+            if went_away(exc):
+                raise
+            raise QueryRefused(exc.args[1] if len(exc.args) > 1 else str(exc)) from exc
+        except pymysql.MySQLError as exc:
+            raise QueryRefused(exc.args[1] if len(exc.args) > 1 else str(exc)) from exc
 
     def _all(self, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
         try:

@@ -13,8 +13,9 @@ from typing import Any
 
 import pymysql
 
+from cdc_ingest.mysql.binlog_gtids import mysql_gtid_at
 from cdc_ingest.mysql.connection import revive
-from cdc_ingest.mysql.gtid import lacking
+from cdc_ingest.mysql.gtid import lacking, mariadb_gtid_list
 
 Query = Callable[..., list[tuple[Any, ...]]]
 
@@ -84,11 +85,11 @@ class Flavor:
         return str(file), int(pos)
 
     def gtid_at(self, query: Query, file: str, pos: int) -> str | None:
-        """The GTID state at binlog ``file``:``pos`` (MariaDB: ``BINLOG_GTID_POS``); None on
-        MySQL, which resumes there by file and position. Raises ``LookupError`` when MariaDB
-        does not know the position."""
+        """The GTID state at binlog ``file``:``pos`` (MariaDB: ``BINLOG_GTID_POS``; MySQL:
+        mysql/binlog_gtids.py). Raises ``LookupError`` when the server does not know the
+        position."""
         if not self.mariadb:
-            return None
+            return mysql_gtid_at(query, file, pos)
         value = _one(query, "SELECT BINLOG_GTID_POS(%s, %s)", (file, pos))[0]
         if value is None:
             raise LookupError(f"{file}:{pos}")
@@ -112,17 +113,10 @@ class Flavor:
                         "(its binlog and GTIDs were reset, or it is another server)")
             return None
         oldest = _one(query, "SELECT BINLOG_GTID_POS(%s, 4)", (oldest_file,))[0] or ""
-        for domain, seq in _mariadb_seqs(str(oldest)).items():
-            wanted = _mariadb_seqs(gtid_set).get(domain)
-            if wanted is not None and wanted < seq:
+        wanted = mariadb_gtid_list(gtid_set)
+        for domain, (_, seq) in mariadb_gtid_list(str(oldest)).items():
+            if domain in wanted and wanted[domain][1] < seq:
                 return (f"GTID {gtid_set} is older than the oldest binlog {oldest_file} "
                         f"(which starts after {oldest})")
         return None
 
-
-def _mariadb_seqs(gtid_set: str) -> dict[int, int]:
-    seqs: dict[int, int] = {}
-    for part in filter(None, (p.strip() for p in gtid_set.split(","))):
-        domain, _server, seq = part.split("-")
-        seqs[int(domain)] = int(seq)
-    return seqs

@@ -57,6 +57,37 @@ def lacking(have: str, wanted: str) -> str:
     return ",".join(out)
 
 
+def mariadb_gtid_list(gtid_list: str) -> dict[int, tuple[int, int]]:
+    """MariaDB's ``0-1-5000,1-2-9`` -> ``{domain: (server_id, sequence)}``; ValueError when
+    an item is not ``domain-server-sequence``."""
+    out = {}
+    for part in filter(None, (p.strip() for p in gtid_list.split(","))):
+        domain, server, seq = (int(x) for x in part.split("-"))
+        out[domain] = (server, seq)
+    return out
+
+
+def subtract(have: str, wanted: str) -> str:
+    """The GTIDs of ``wanted`` that ``have`` lacks, exactly, as ``source:low-high`` items
+    joined by ``,``; "" if none."""
+    mine = parse_gtid_set(have)
+    out = []
+    for source, intervals in parse_gtid_set(wanted).items():
+        for first, high in intervals:
+            low = first  # the first number of the interval not yet accounted for
+            for start, end in sorted(mine.get(source, [])):
+                if end < low or start > high:
+                    continue
+                if start > low:
+                    out.append(f"{source}:{low}-{start - 1}")
+                low = max(low, end + 1)
+                if low > high:
+                    break
+            if low <= high:
+                out.append(f"{source}:{low}-{high}")
+    return ",".join(out)
+
+
 # --- strict parsing and MySQL's own text (tagged GTIDs included) --------------------------
 
 GNO_MAX = 2**63 - 2  # MySQL: a gno is below GNO_END = INT64_MAX

@@ -136,7 +136,7 @@ def test_heartbeat_interval_zero_disables_heartbeats() -> None:
             return call
 
     tx = ChangelogTransaction(Producer(), PositionStore({}, "offsets"),  # type: ignore[arg-type]
-                              "changelog", "schema", Limits(10, 60.0, math.inf))
+                              "changelog", "schema", "notes", Limits(10, 60.0, math.inf))
     tx.start_run(Position(file="b.1", pos=4))
     tx.position = Position(file="b.1", pos=900)  # the binlog moved, nothing captured
     tx.maybe_commit()

@@ -102,7 +102,7 @@ class _Producer:
 def _checkpoint(heartbeat_s: float = 60.0) -> tuple[ChangelogTransaction, _Producer]:
     producer = _Producer()
     store = PositionStore({}, "offsets")
-    tx = ChangelogTransaction(producer, store, "changelog", "schema",  # type: ignore[arg-type]
+    tx = ChangelogTransaction(producer, store, "changelog", "schema", "notes",  # type: ignore[arg-type]
                               Limits(10, 60.0, heartbeat_s))
     tx.start_run(Position(file="b.1", pos=4))
     return tx, producer

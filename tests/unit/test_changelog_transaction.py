@@ -44,7 +44,7 @@ def _tx(max_rows: int = 10, max_interval_s: float = 60.0,
         heartbeat_s: float = 60.0) -> tuple[ChangelogTransaction, _Producer]:
     producer = _Producer()
     tx = ChangelogTransaction(producer, PositionStore({}, "offsets"),  # type: ignore[arg-type]
-                              "changelog", "schema", Limits(max_rows, max_interval_s,
+                              "changelog", "schema", "notes", Limits(max_rows, max_interval_s,
                                                             heartbeat_s))
     tx.start_run(START)
     return tx, producer

@@ -18,7 +18,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 def _commands_table() -> list[str]:
     section = README.split("## Commands", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"^\| `cdc-ingest (\w+)", section, flags=re.M)
+    return re.findall(r"^\| `cdc-ingest ([\w-]+)", section, flags=re.M)
 
 
 def test_the_commands_table_lists_every_command() -> None:

@@ -14,6 +14,7 @@ from dataclasses import replace
 from cdc_ingest import metrics
 from cdc_ingest.capture.context import CaptureContext, Done, Stopped
 from cdc_ingest.capture.key_schema import KeySchema
+from cdc_ingest.capture.notifications import SnapshotNotes
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.snapshot.progress import SnapshotProgress
 from cdc_ingest.capture.snapshot.reader import Snapshotter
@@ -45,6 +46,7 @@ class SnapshotPhase:
         self._tx = ctx.tx
         self._planner = planner
         self._stopping = ctx.stopping
+        self._notes = SnapshotNotes(ctx.tx, ctx.options.pipeline, planner.estimated_rows)
 
     def run(self, state: SnapshotState) -> Done | Stopped:
         """Read and commit chunks until the snapshot is done or a stop is requested; one
@@ -111,6 +113,9 @@ class SnapshotPhase:
             readers.get().close()
         if not state.done:
             return Stopped()
+        if self._notes.finish(state, int(time.time() * 1000)):
+            self._tx.position = replace(self._tx.position, snapshot=state.as_json())
+            self._tx.commit()
         log.info("snapshot done: %d chunks of %d table(s); streaming from %s",
                  len(state.chunks), len(state.tables), self._tx.position.describe())
         return Done(ChunkFilter(state, self._planner.info))
@@ -164,6 +169,8 @@ class SnapshotPhase:
             state.resets.remove([db, table])
         state.prunes = [p for p in state.prunes if p[:2] != [db, table]]
         state.table, state.after = state.table + 1, None
+        if state.note is not None:
+            state.note["scanned"] = 0
         state.done = state.table >= len(state.tables)
         self._tx.position = replace(self._tx.position, snapshot=state.as_json())
 
@@ -235,6 +242,7 @@ class SnapshotPhase:
             tx.marker(end, range(self._partitions), prune[3])
             state.prunes.remove(prune)
         state.chunk_done(chunk, read.high)
+        self._notes.chunk(state, chunk, len(read.rows), ts_ms)
         tx.rows_sent(len(read.rows), f"{db}.{table}", "snapshot_rows")
         tx.position = replace(tx.position, snapshot=state.as_json())
         tx.commit()  # a chunk is one transaction: its rows with the progress that has it

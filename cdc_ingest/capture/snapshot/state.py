@@ -39,12 +39,15 @@ class SnapshotState:
     # tombstones the keys the snapshot did not write. A table whose key differs from the one
     # before gets a reset before its first chunk instead (its keys are spelled otherwise).
     prunes: list[list[Any]] = field(default_factory=list)
+    # What its notifications need (capture/notifications.py): the snapshot's id and kind,
+    # whether STARTED went out, the rows read of the current table; None: none are sent.
+    note: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {"tables": self.tables, "table": self.table, "after": self.after,
                 "chunks": self.chunks, "done": self.done, "server": self.server,
                 "rekey": self.rekey, "resets": self.resets, "repairs": self.repairs,
-                "prunes": self.prunes}
+                "prunes": self.prunes, "note": self.note}
 
     def chunk_done(self, chunk: Chunk, high: BinlogPos) -> None:
         """``chunk`` is read as of ``high`` and goes into the changelog with this progress."""
@@ -62,7 +65,7 @@ class SnapshotState:
 
     @classmethod
     def again(cls, current: SnapshotState | None, tables: list[list[str]], server: str,
-              resets: bool) -> SnapshotState:
+              resets: bool, note: dict[str, Any] | None = None) -> SnapshotState:
         """A snapshot of ``tables`` as newly added tables, taken after the finished
         ``current`` (None: none): its other tables' chunks go on filtering the binlog up to
         their high watermarks; ``resets``: a reset record before each table's first chunk."""
@@ -70,14 +73,14 @@ class SnapshotState:
                   if c[:2] not in tables]
         return cls(tables, chunks=chunks,
                    server=(current.server if current is not None else None) or server,
-                   resets=list(tables) if resets else [])
+                   resets=list(tables) if resets else [], note=note)
 
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> SnapshotState:
         return cls(body["tables"], body["table"], body.get("after"), body.get("chunks") or [],
                    bool(body.get("done")), body.get("server"), body.get("rekey"),
                    body.get("resets") or [], body.get("repairs") or [],
-                   body.get("prunes") or [])
+                   body.get("prunes") or [], body.get("note"))
 
 
 @dataclass

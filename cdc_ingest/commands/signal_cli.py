@@ -1,0 +1,63 @@
+"""The commands that signal a running pipeline: ``snapshot``, ``stop-snapshot``,
+``set-position``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cdc_ingest.commands.options import config_option
+
+
+@click.command()
+@config_option
+@click.argument("tables", nargs=-1, required=True)
+@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=60.0,
+              show_default=True, metavar="SECONDS",
+              help="seconds to wait for capture to take or refuse it (0: do not wait)")
+@click.option("--where", default=None, metavar="CONDITION",
+              help="only the rows this SQL condition selects in each table are read and "
+              "written again (at most 10,000; no key tombstoned first)")
+def snapshot(config_path: Path, tables: tuple[str, ...], wait_s: float,
+             where: str | None) -> None:
+    """Snapshot TABLES (db.table ...) again while the pipeline runs: keys tombstoned in the sink
+    topics, rows written again (docs/operations.md)."""
+    from cdc_ingest.commands.snapshot import request_snapshot  # noqa: PLC0415 - lazy
+    from cdc_ingest.config import load_pipeline  # noqa: PLC0415 - lazy
+
+    request_snapshot(load_pipeline(config_path), list(tables), click.echo, wait_s, where)
+
+
+@click.command("stop-snapshot")
+@config_option
+@click.argument("tables", nargs=-1)
+@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=60.0,
+              show_default=True, metavar="SECONDS",
+              help="seconds to wait for capture to take or refuse it (0: do not wait)")
+def stop_snapshot(config_path: Path, tables: tuple[str, ...], wait_s: float) -> None:
+    """Stop the running snapshot reading TABLES (db.table ...; none: every table it has left);
+    capture goes on with the binlog (docs/operations.md)."""
+    from cdc_ingest.commands.snapshot import request_stop  # noqa: PLC0415 - lazy
+    from cdc_ingest.config import load_pipeline  # noqa: PLC0415 - lazy
+
+    request_stop(load_pipeline(config_path), list(tables), click.echo, wait_s)
+
+
+@click.command("set-position")
+@config_option
+@click.option("--gtid", "gtid_set", default=None, metavar="SET",
+              help="a GTID set (MySQL uuid:1-100, MariaDB 0-1-100): capture goes on after it")
+@click.option("--binlog", default=None, metavar="FILE:POS",
+              help="a binlog file and the position of a transaction's start in it")
+@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=60.0,
+              show_default=True, metavar="SECONDS",
+              help="seconds to wait for capture to take or refuse it (0: do not wait)")
+def set_position(config_path: Path, gtid_set: str | None, binlog: str | None,
+                 wait_s: float) -> None:
+    """Capture goes on from this binlog position, back (the changes from there are written
+    again) or forward (the changes in between are skipped) (docs/operations.md)."""
+    from cdc_ingest.commands.set_position import request_set_position  # noqa: PLC0415 - lazy
+    from cdc_ingest.config import load_pipeline  # noqa: PLC0415 - lazy
+
+    request_set_position(load_pipeline(config_path), gtid_set, binlog, click.echo, wait_s)
