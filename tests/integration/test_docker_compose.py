@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from cdc_ingest.kafka.partition import java_partition
 from tests.integration.docker_env import DOCKER_DIR, DockerUnavailable, compose_cmd, ensure_all
@@ -111,6 +111,28 @@ class Msg:
     raw_key: bytes
 
 
+_RETRIABLE = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+              KafkaError.UNKNOWN_TOPIC_OR_PART)
+
+
+def _watermarks(consumer: Consumer, tp: TopicPartition) -> tuple[int, int]:
+    """A partition's watermarks, asked again for up to 30 s while the broker answers with a
+    retriable error (a fresh broker's new topic has no leader for a moment after ``up``), as
+    any client would; a lasting or fatal error fails."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(tp, timeout=30)
+            return int(low), int(high)
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            retriable = isinstance(err, KafkaError) and (err.code() in _RETRIABLE
+                                                         or err.retriable())
+            if not retriable or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 def topic(name: str = TOPIC) -> tuple[list[Msg], int]:
     """Every committed message of ``name`` read from the host (read_committed, a plain
     confluent-kafka consumer), per partition in offset order; and the partition count."""
@@ -122,7 +144,7 @@ def topic(name: str = TOPIC) -> tuple[list[Msg], int]:
             return [], 0
         ends = {}
         for p in meta.partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(name, p), timeout=30)
+            low, high = _watermarks(consumer, TopicPartition(name, p))
             if high > low:
                 ends[p] = high
         consumer.assign([TopicPartition(name, p, OFFSET_BEGINNING) for p in ends])
@@ -364,7 +386,7 @@ def test_down_up_resumes_and_down_v_snapshots_again(stack: dict[str, float]) -> 
 def test_health_follows_the_database(stack: dict[str, float]) -> None:
     """cdc-ingest turns unhealthy when capture cannot reach MySQL, healthy again after, and
     a change made meanwhile arrives once."""
-    assert health() == "healthy"
+    wait_health("healthy", timeout=240)  # not failed by an earlier test's unfinished start
     compose("stop", "mysql", timeout=120)
     try:
         wait_health("unhealthy", timeout=120)
