@@ -214,6 +214,15 @@ FIGURES: list[tuple[str, str, tuple[Fig, ...]]] = [
      "({}-{}x), and with `head-start: false` {} rows/s, {}x ({}-{}x), against Debezium's {}.",
      (*_cmp("compare-5m.json", EO), *_cmp("compare-5m.json", EO_NOHS),
       k(median("compare-5m.json", DBZ)))),
+    ("README.md", "3 repeats): {} rows/s, {}x ({}-{}x), and with `head-start: false` {} rows/s, "
+     "{}x ({}-{}x), against Debezium's {}. At 300k",
+     (*_cmp("compare-mysql-5m.json", EO), *_cmp("compare-mysql-5m.json", EO_NOHS),
+      k(median("compare-mysql-5m.json", DBZ)))),
+    ("README.md", "on MariaDB {} rows/s, {}x ({}-{}x), with `head-start: false` {}, {}x ({}-{}x), "
+     "against Debezium's {}; on MySQL {}, {}x ({}-{}x), with `head-start: false` {}, {}x "
+     "({}-{}x), against Debezium's {}.",
+     tuple(fig for f in ("compare-300k.json", "compare-mysql-300k.json")
+           for fig in (*_cmp(f, EO), *_cmp(f, EO_NOHS), k(median(f, DBZ))))),
     ("README.md", "Earlier READMEs quoted {} rows/s, {}x Debezium, at 1M changes.", EO_1M),
     ("README.md", "(`capture.json`: 1M rows, 1.3M row changes, process start to the last "
      "commit): {} rows/s, `mariadb-binlog -vv` {} rows/s in the same run. The same 300k-row "
@@ -310,6 +319,14 @@ FIGURES: list[tuple[str, str, tuple[Fig, ...]]] = [
           "{:.1f}k", 1e-3))),
     ("benchmarks/README.md", "(the scan {} against {} rows/s)",
      (k(median(CTX, "plain scan + orjson")), k(median(TLS48, "plain scan + orjson")))),
+    # benchmarks/README.md: compare.py at 5M on MySQL and at 300k on both servers
+    ("benchmarks/README.md", "(MySQL at 5M: {}k rows/s exactly-once, then {}k and {}k)",
+     tuple(v(f"compare-mysql-5m.json:results/{EO}/samples/{i}", "{:.1f}", 1e-3)
+           for i in range(3))),
+    ("benchmarks/README.md", "slower at 300k on both servers ({}x and {}x against {}x and {}x "
+     "with it)",
+     tuple(v(f"{f}:results/{m}/ratio", "{:.2f}") for m in (EO_NOHS, EO)
+           for f in ("compare-300k.json", "compare-mysql-300k.json"))),
     # benchmarks/README.md: capture.py
     ("benchmarks/README.md", "alone did {} rows/s on MySQL's workload "
      "(`results/capture-mysql.json`) against {} on MariaDB's (`results/capture.json`); with the "
@@ -614,3 +631,7 @@ def test_the_readme_names_the_commit_both_compare_runs_measured() -> None:
     assert _flat(f"back to back on a quiet machine (git {commit})") in _doc("benchmarks/README.md")
     five = _same_commit("compare-5m.json")
     assert _flat(f"(`compare-5m.json`, git {five}, 3 repeats") in _doc("README.md")
+    mysql_five = _same_commit("compare-mysql-5m.json")
+    assert _flat(f"(`compare-mysql-5m.json`, git {mysql_five}, the same") in _doc("README.md")
+    small = _same_commit("compare-300k.json", "compare-mysql-300k.json")
+    assert _flat(f"`compare-mysql-300k.json`, git {small}, the same") in _doc("README.md")
