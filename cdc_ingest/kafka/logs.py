@@ -7,7 +7,8 @@ says what is wrong and how to fix it. Every client gets :data:`LOGGER` instead
 the operation that needed the broker fails with its own error and fix), repeats of it are
 counted and summed up at most once a minute, and configuration notes that do not matter
 here (``CONFWARN``: a producer property handed to a consumer) go to debug, as does the
-fatal-error line of a fenced producer (its caller raises or handles the fencing itself).
+fatal-error line of a fenced producer (its caller raises or handles the fencing itself)
+and a just-started broker's "coordinator load in progress", which librdkafka retries.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ REPEAT_S = 60.0
 _NUMBERS = re.compile(r"\d+ms|\(after [^)]*\)|#\d+|\d{6,}")
 _QUIET = ("CONFWARN",)
 # a producer fenced by a newer holder of its transactional id: the caller says what that
-# means (capture: a second instance; the sink: a newer attempt of the partition's task)
-_QUIET_TEXT = ("fenced by a newer instance",)
+# means (capture: a second instance; the sink: a newer attempt of the partition's task); a
+# broker just started, still loading its coordinators' state, which librdkafka retries (an
+# operation that never gets through fails with its own error and fix)
+_QUIET_TEXT = ("fenced by a newer instance", "Coordinator load in progress: retrying")
 
 
 # librdkafka's words for a login that failed (a token, SASL, TLS): remembered, so the error of

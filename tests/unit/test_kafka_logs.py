@@ -61,6 +61,22 @@ def test_a_fenced_producers_fatal_line_goes_to_debug(caplog: pytest.LogCaptureFi
     assert not caplog.records
 
 
+def test_a_just_started_brokers_coordinator_load_goes_to_debug(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Seen on the console of `cdc-ingest snapshot` against a broker just started: librdkafka
+    retries it, and a request that never gets through fails with its own error."""
+    with caplog.at_level(logging.INFO, logger=logs.LOGGER.name):
+        logs.LOGGER.warning("GETPID [rdkafka#producer-3] [thrd:main]: Failed to acquire "
+                            "idempotence PID from broker 127.0.0.1:35181/1: Broker: "
+                            "Coordinator load in progress: retrying")
+    assert not caplog.records
+    with caplog.at_level(logging.INFO, logger=logs.LOGGER.name):  # other broker errors stay
+        logs.LOGGER.warning("GETPID [rdkafka#producer-3] [thrd:main]: Failed to acquire "
+                            "idempotence PID from broker 127.0.0.1:35181/1: Broker: "
+                            "Cluster authorization failed")
+    assert [r.levelno for r in caplog.records] == [logging.WARNING]
+
+
 def test_a_failed_login_is_named_by_the_error_that_follows(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A login that failed (a token refused, SASL, TLS) makes the next request find no broker;
