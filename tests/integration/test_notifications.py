@@ -227,18 +227,25 @@ def test_snapshot_notifications_once_each_across_a_kill(
                      rf".*data_collection={db}\.b .*total_rows_scanned={ROWS['b']}", out), out
 
 
+def _big_table_pipeline(source: Source, kafka: Any, db: str, tmp_path: Path,
+                        prefix: str) -> tuple[str, Path]:
+    """``db.big`` with 5,000 rows, and an initial-snapshot pipeline of it in 1,000 chunks (a
+    stop lands inside the snapshot on any machine): its name and config file."""
+    with admin_conn(source, db) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE big (id INT PRIMARY KEY, v INT)")
+        cur.executemany("INSERT INTO big VALUES (%s, %s)", [(i, i) for i in range(1, 5001)])
+    name = f"{prefix}-{source.name}-{db}"
+    config = write_pipeline(
+        tmp_path / "p.yaml", source, kafka, name, rf"{db}.big",
+        source={"scan.startup.mode": "initial", "scan.incremental.snapshot.chunk.size": 5})
+    return name, config
+
+
 def test_stop_snapshot_stops_the_running_snapshot_and_capture_goes_on(
     source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
 ) -> None:
     db = fresh_source_db
-    with admin_conn(source, db) as conn, conn.cursor() as cur:
-        cur.execute("CREATE TABLE big (id INT PRIMARY KEY, v INT)")
-        cur.executemany("INSERT INTO big VALUES (%s, %s)", [(i, i) for i in range(1, 5001)])
-    name = f"stop-{source.name}-{db}"
-    config = write_pipeline(
-        tmp_path / "p.yaml", source, kafka, name, rf"{db}.big",
-        # 1,000 chunks: the stop lands inside the snapshot on any machine
-        source={"scan.startup.mode": "initial", "scan.incremental.snapshot.chunk.size": 5})
+    name, config = _big_table_pipeline(source, kafka, db, tmp_path, "stop")
     log = tmp_path / "capture.log"
     capture = start_command("capture", config, log)
     try:
@@ -280,13 +287,7 @@ def test_stop_snapshot_taken_once_across_a_sigkill_while_it_is_taken(
     snapshot and takes the signal again: TAKEN and ABORTED once each, no COMPLETED, no key
     read twice by the snapshot, and the binlog goes on."""
     db = fresh_source_db
-    with admin_conn(source, db) as conn, conn.cursor() as cur:
-        cur.execute("CREATE TABLE big (id INT PRIMARY KEY, v INT)")
-        cur.executemany("INSERT INTO big VALUES (%s, %s)", [(i, i) for i in range(1, 5001)])
-    name = f"stopkill-{source.name}-{db}"
-    config = write_pipeline(
-        tmp_path / "p.yaml", source, kafka, name, rf"{db}.big",
-        source={"scan.startup.mode": "initial", "scan.incremental.snapshot.chunk.size": 5})
+    name, config = _big_table_pipeline(source, kafka, db, tmp_path, "stopkill")
     log = tmp_path / "capture.log"
     seed = random.randrange(1 << 30)
     delay = random.Random(seed).uniform(0, 1.0)
