@@ -9,13 +9,16 @@ import click
 
 from cdc_ingest.commands.options import config_option
 
+# every signal's command waits for capture's answer (commands/snapshot.py signal_and_wait)
+wait_option = click.option(
+    "--wait", "wait_s", type=click.FloatRange(min=0), default=60.0, show_default=True,
+    metavar="SECONDS", help="seconds to wait for capture to take or refuse it (0: do not wait)")
+
 
 @click.command()
 @config_option
 @click.argument("tables", nargs=-1, required=True)
-@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=60.0,
-              show_default=True, metavar="SECONDS",
-              help="seconds to wait for capture to take or refuse it (0: do not wait)")
+@wait_option
 @click.option("--where", default=None, metavar="CONDITION",
               help="only the rows this SQL condition selects in each table are read and "
               "written again (at most 10,000; no key tombstoned first)")
@@ -32,9 +35,7 @@ def snapshot(config_path: Path, tables: tuple[str, ...], wait_s: float,
 @click.command("stop-snapshot")
 @config_option
 @click.argument("tables", nargs=-1)
-@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=60.0,
-              show_default=True, metavar="SECONDS",
-              help="seconds to wait for capture to take or refuse it (0: do not wait)")
+@wait_option
 def stop_snapshot(config_path: Path, tables: tuple[str, ...], wait_s: float) -> None:
     """Stop the running snapshot reading TABLES (db.table ...; none: every table it has left);
     capture goes on with the binlog (docs/operations.md)."""
@@ -50,9 +51,7 @@ def stop_snapshot(config_path: Path, tables: tuple[str, ...], wait_s: float) -> 
               help="a GTID set (MySQL uuid:1-100, MariaDB 0-1-100): capture goes on after it")
 @click.option("--binlog", default=None, metavar="FILE:POS",
               help="a binlog file and the position of a transaction's start in it")
-@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=60.0,
-              show_default=True, metavar="SECONDS",
-              help="seconds to wait for capture to take or refuse it (0: do not wait)")
+@wait_option
 def set_position(config_path: Path, gtid_set: str | None, binlog: str | None,
                  wait_s: float) -> None:
     """Capture goes on from this binlog position, back (the changes from there are written

@@ -88,7 +88,7 @@ def request_snapshot(defn: PipelineDef, names: list[str], echo: Callable[[str], 
 
 
 def signal_and_wait(defn: PipelineDef, send: Callable[[dict[str, Any]], tuple[str, str]],
-            echo: Callable[[str], None], wait_s: float, did: str) -> str:
+                    echo: Callable[[str], None], wait_s: float, did: str) -> str:
     """``send`` writes a signal (returns its id and what to say of it); then, for up to
     ``wait_s`` seconds, capture's answer, taken (returns the id) or refused (raises)."""
     kafka = defn.kafka_config()
@@ -118,7 +118,7 @@ def _refused_filter(catalog: Catalog, db: str, table: str, where: str) -> str | 
 
 
 def _answer(notes: Generator[Message | None, None, None], request_id: str, wait_s: float,
-            echo: Callable[[str], None], did: str = "snapshot of") -> None:
+            echo: Callable[[str], None], did: str) -> None:
     """Capture's Signal notification of ``request_id``: taken (returns) or refused (raises);
     :class:`SignalNotTaken` after ``wait_s`` seconds without it."""
     deadline = time.monotonic() + wait_s
