@@ -13,7 +13,13 @@ import click
 from cdc_ingest import __version__, exit_codes, logs
 from cdc_ingest.commands.migration_cli import cutover, verify
 from cdc_ingest.commands.options import config_option
-from cdc_ingest.commands.signal_cli import set_position, snapshot, stop_snapshot
+from cdc_ingest.commands.signal_cli import (
+    pause_snapshot,
+    resume_snapshot,
+    set_position,
+    snapshot,
+    stop_snapshot,
+)
 from cdc_ingest.errors import CdcIngestError
 
 log = logging.getLogger("cdc_ingest")
@@ -262,6 +268,8 @@ cli.add_command(verify)
 cli.add_command(cutover)
 cli.add_command(snapshot)
 cli.add_command(stop_snapshot)
+cli.add_command(pause_snapshot)
+cli.add_command(resume_snapshot)
 cli.add_command(set_position)
 
 

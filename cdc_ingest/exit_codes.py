@@ -92,11 +92,12 @@ TABLE: tuple[ExitCode, ...] = (
              "group or transactional id (the message names the ACL to grant; `cdc-ingest "
              "acls` prints them all)", "every command that talks to Kafka (`start`: 9)"),
     ExitCode(SIGNAL_REFUSED, "SIGNAL_REFUSED", "capture read the request and refused it (the "
-             "reason is printed; capture goes on)", "`snapshot`, `stop-snapshot`, `set-position`"),
+             "reason is printed; capture goes on)",
+             "`snapshot`, `stop-snapshot`, `pause-snapshot`, `resume-snapshot`, `set-position`"),
     ExitCode(SIGNAL_NOT_TAKEN, "SIGNAL_NOT_TAKEN", "no capture took the request within "
              "`--wait` seconds (none runs, or it is busy with an unfinished snapshot): it stays "
              "in the signal topic, and a capture takes it when it can",
-             "`snapshot`, `stop-snapshot`, `set-position`"),
+             "`snapshot`, `stop-snapshot`, `pause-snapshot`, `resume-snapshot`, `set-position`"),
     ExitCode(INTERRUPTED, "INTERRUPTED", "Ctrl-C (SIGINT) stopped a command before it "
              "finished (`capture`, `sink`, `start`, `demo`, and `watch` once it follows its "
              "topics, stop cleanly with 0 instead)",

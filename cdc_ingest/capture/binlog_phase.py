@@ -268,11 +268,16 @@ class BinlogPhase:
         gtid = self._mysql_tx.commit()
         tx = self._tx
         snapshot = tx.position.snapshot
-        if self.chunk_filter is not None and (file, pos) > self.chunk_filter.last:
-            self.chunk_filter = None  # past every chunk's high watermark: nothing left to drop
-            snapshot = None
-            log.info("past the snapshot's binlog window (%s:%s): the snapshot is complete",
-                     file, pos)
+        done = self.chunk_filter
+        if done is not None and (file, pos) > done.last and (
+                done.state.chunks or not done.paused):
+            # past every chunk's high watermark: nothing left to drop, but what a paused
+            # snapshot has not read yet
+            self.chunk_filter = done.without_chunks() if done.paused else None
+            snapshot = self.chunk_filter.state.as_json() if self.chunk_filter else None
+            log.info("past the snapshot's binlog window (%s:%s): %s", file, pos,
+                     "the paused snapshot's chunks filter nothing more" if snapshot
+                     else "the snapshot is complete")
         tx.position = Position(
             gtid_set=self._mysql_tx.seen_gtid if gtid is not None else tx.position.gtid_set,
             file=file, pos=pos, ts_ms=ts * 1000, snapshot=snapshot,

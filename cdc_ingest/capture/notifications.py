@@ -39,6 +39,7 @@ INITIAL, INCREMENTAL = "Initial Snapshot", "Incremental Snapshot"
 SIGNAL, TAKEN, REFUSED = "Signal", "TAKEN", "REFUSED"
 STARTED, IN_PROGRESS, TABLE_SCAN_COMPLETED, COMPLETED, ABORTED = (
     "STARTED", "IN_PROGRESS", "TABLE_SCAN_COMPLETED", "COMPLETED", "ABORTED")
+PAUSED, RESUMED = "PAUSED", "RESUMED"  # capture/snapshot_control.py
 
 
 class NotificationSink(Protocol):

@@ -39,6 +39,7 @@ from cdc_ingest.capture.signals import SignalWatch, take_requests
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.snapshot.phase import SnapshotPhase
 from cdc_ingest.capture.snapshot.state import SnapshotState
+from cdc_ingest.capture.snapshot_control import refuse_while_paused
 from cdc_ingest.capture.transaction import ChangelogTransaction, Limits
 from cdc_ingest.kafka import TopicAdmin, TopicSpec, TransactionalProducer, fence
 from cdc_ingest.kafka.admin import FIRST_CONTACT_S
@@ -119,6 +120,7 @@ class Capture:
             if isinstance(outcome, Stopped):
                 return self._ended()
             if waiting:  # requests that waited for this snapshot or re-key: take them now
+                tx.commit()  # what this run took (a paused or stopped snapshot reads none)
                 return SnapshotRequested()
             snapshot = outcome
         binlog = BinlogPhase(ctx, MySqlTxTracker(tx.position, skip_before_s),
@@ -136,6 +138,10 @@ class Capture:
         # a re-key (schema.change.behavior: evolve) runs with the binlog closed, which is
         # then read again from the committed position
         while isinstance(ended := binlog.run(open_reader, o.connect_retries), RekeyRequested):
+            change = ended.change
+            refuse_while_paused(tx.position.snapshot, f"the key change of {change.db}."
+                                f"{change.table} (schema.change.behavior: evolve)",
+                                change.where)
             rekeyed = rekeying.start(ended.change, binlog.chunk_filter)
             if isinstance(rekeyed, Stopped):
                 tx.commit()
@@ -159,6 +165,11 @@ class Capture:
             return outcome
         planner = ctx.snapshotter(0)
         if state.done:
+            return Done(ChunkFilter(state, planner.info))
+        if state.paused and o.startup.mode != "snapshot":
+            log.info("snapshot paused (%d chunk(s) committed, %s left): the binlog goes on; "
+                     "cdc-ingest resume-snapshot reads on", len(state.chunks),
+                     ", ".join(".".join(t) for t in state.tables[state.table:]) or "repairs")
             return Done(ChunkFilter(state, planner.info))
         if state.chunks and state.table < len(state.tables):
             db, table = state.tables[state.table]

@@ -24,6 +24,7 @@ import orjson
 
 EXECUTE_SNAPSHOT = "execute-snapshot"
 STOP_SNAPSHOT = "stop-snapshot"
+PAUSE_SNAPSHOT, RESUME_SNAPSHOT = "pause-snapshot", "resume-snapshot"  # snapshot_control.py
 SET_POSITION = "set-binlog-position"  # capture/set_position.py
 REPAIR = "repair"  # verify --repair: keys to read again (capture/snapshot/repair.py)
 SNAPSHOT_KINDS = ("incremental", "blocking")  # Debezium's data.type; both are one snapshot here
@@ -69,6 +70,8 @@ def parse_signal(key: bytes | None, value: bytes, offset: int, pipeline: str) ->
             return Signal(signal_id, kind, offset, tables, where=where or None)
         if kind == SET_POSITION:
             return _set_position(Signal(signal_id, kind, offset), body)
+        if kind in (PAUSE_SNAPSHOT, RESUME_SNAPSHOT):
+            return Signal(signal_id, kind, offset)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         return Signal(signal_id, kind, offset, refused=f"malformed {kind} request ({exc!r})")
     return Signal(signal_id, kind, offset, refused=_unknown(kind))
@@ -85,8 +88,11 @@ def _debezium(key: bytes | None, body: dict[str, Any], kind: str, offset: int,
         shown = "no key" if key is None else f"the key {key.decode(errors='replace')!r}"
         return refused(f"{shown}: a signal in Debezium's format is keyed by the pipeline's "
                        f"name; send it keyed {pipeline!r}")
-    if kind not in (EXECUTE_SNAPSHOT, STOP_SNAPSHOT, SET_POSITION):
+    if kind not in (EXECUTE_SNAPSHOT, STOP_SNAPSHOT, SET_POSITION, PAUSE_SNAPSHOT,
+                    RESUME_SNAPSHOT):
         return refused(_unknown(kind))
+    if kind in (PAUSE_SNAPSHOT, RESUME_SNAPSHOT):  # Debezium's carry no data
+        return Signal(signal_id, kind, offset)
     data = body["data"]
     if kind == SET_POSITION:
         try:
@@ -165,4 +171,5 @@ def _filter(text: object) -> str:
 
 def _unknown(kind: str) -> str:
     return (f"signal type {kind!r} is not one capture takes (it takes execute-snapshot, "
-            "stop-snapshot, set-binlog-position, and cdc-ingest's own repair)")
+            "stop-snapshot, pause-snapshot, resume-snapshot, set-binlog-position, and "
+            "cdc-ingest's own repair)")

@@ -19,7 +19,9 @@ the snapshot of the table ends, its topic holds only the rows read so far: the p
 never leaving a key behind that the table no longer has.
 
 A request waits (stays in the topic, not taken) while a snapshot or a re-key is unfinished:
-those are carried on first, then capture starts over to take it.
+those are carried on first, then capture starts over to take it. ``stop-snapshot``,
+``pause-snapshot`` and ``resume-snapshot`` steer the unfinished snapshot instead
+(capture/snapshot_control.py); while it is paused, every other request is refused.
 
 A ``set-binlog-position`` signal moves the position itself (capture/set_position.py), the
 signals after it are taken from there.
@@ -44,16 +46,17 @@ from cdc_ingest.capture.options import CaptureOptions
 from cdc_ingest.capture.set_position import take_set_position
 from cdc_ingest.capture.signal_format import (
     EXECUTE_SNAPSHOT,
+    PAUSE_SNAPSHOT,
     REPAIR,
+    RESUME_SNAPSHOT,
     SET_POSITION,
-    STOP_SNAPSHOT,
     Signal,
     parse_signal,
 )
 from cdc_ingest.capture.snapshot.filtered import FilterRefused, filtered_keys
 from cdc_ingest.capture.snapshot.repair import MAX_KEYS, REPAIRABLE_TYPES, spelled
 from cdc_ingest.capture.snapshot.state import SnapshotState
-from cdc_ingest.capture.snapshot_stop import take_stops
+from cdc_ingest.capture.snapshot_control import CONTROLS, take_controls
 from cdc_ingest.kafka.consumer import read_topic
 from cdc_ingest.kafka.signals import TopicEnd, send_one
 from cdc_ingest.model import Position
@@ -105,9 +108,10 @@ def take_requests(options: CaptureOptions, start: Position, catalog: Catalog
     if not signals:
         return start, []
     state = SnapshotState.from_json(start.snapshot) if start.snapshot is not None else None
-    if state is not None and state.rekey is None and not state.done and \
-            signals[0].type == STOP_SNAPSHOT:
-        return take_stops(options.pipeline, start, state, signals)
+    snapshot_only = options.startup.mode == "snapshot"
+    if state is not None and state.rekey is None and not state.done and (
+            state.paused or signals[0].type in CONTROLS):
+        return take_controls(options.pipeline, start, state, signals, snapshot_only)
     if state is not None and (state.rekey is not None or not state.done):
         what = "re-key" if state.rekey is not None else "snapshot"
         log.warning("%d signal(s) wait until the unfinished %s is done", len(signals), what)
@@ -117,6 +121,12 @@ def take_requests(options: CaptureOptions, start: Position, catalog: Catalog
         return _move(options, start, signals[0], catalog)
     if moving is not None:  # taken once those before it are (after their snapshot, if any)
         signals = signals[:moving]
+    # a pause after a request pauses the snapshot it plans (the signals from it are taken
+    # as for a paused snapshot); one before any plan has nothing to pause
+    pausing = next((i for i, s in enumerate(signals) if s.type == PAUSE_SNAPSHOT
+                    and s.refused is None and _plans(signals[:i])), None)
+    controls = signals[pausing:] if pausing is not None else []
+    signals = signals[:pausing] if pausing is not None else signals
     wanted: list[list[str]] = []
     repairs: list[list[Any]] = []
     existing = set(catalog.tables())
@@ -125,9 +135,10 @@ def take_requests(options: CaptureOptions, start: Position, catalog: Catalog
     for signal in signals:
         why: list[str] = [] if signal.refused is None else [signal.refused]
         took: list[str] = []
-        if signal.type == STOP_SNAPSHOT and signal.refused is None:
-            why.append("no snapshot is running")
-        for db, table in () if signal.type == STOP_SNAPSHOT else signal.tables:
+        if signal.type in CONTROLS and signal.refused is None:
+            why.append("no snapshot is paused" if signal.type == RESUME_SNAPSHOT
+                       else "no snapshot is running")
+        for db, table in () if signal.type in CONTROLS else signal.tables:
             if not options.captured(db, table) or (db, table) not in existing:
                 why.append(f"{db}.{table} is not a table this pipeline captures now")
             elif signal.keys is not None:
@@ -172,7 +183,17 @@ def take_requests(options: CaptureOptions, start: Position, catalog: Catalog
                           for t in wanted),
                         *(f"{len(r[2])} key(s) of {r[0]}.{r[1]} read again" for r in repairs)]),
              start.describe())
-    return replace(start, snapshot=state.as_json(), signals=end), notes
+    planned = replace(start, snapshot=state.as_json(), signals=end)
+    if controls:
+        planned, more = take_controls(options.pipeline, planned, state, controls,
+                                      snapshot_only)
+        notes += more
+    return planned, notes
+
+
+def _plans(signals: list[Signal]) -> bool:
+    """Whether some of ``signals`` ask for a snapshot or a repair (one may be planned)."""
+    return any(s.type in (EXECUTE_SNAPSHOT, REPAIR) and s.refused is None for s in signals)
 
 
 def _move(options: CaptureOptions, start: Position, signal: Signal, catalog: Catalog

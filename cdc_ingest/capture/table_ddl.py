@@ -30,6 +30,7 @@ from cdc_ingest.capture.events import Ddl
 from cdc_ingest.capture.notifications import INCREMENTAL, new_note
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.snapshot.state import SnapshotState
+from cdc_ingest.capture.snapshot_control import refuse_while_paused
 from cdc_ingest.errors import SourceError
 from cdc_ingest.model.changelog import EMPTIES_TABLE, SWAP, ddl_value
 
@@ -124,6 +125,9 @@ class TableDdl:
         loses their rows nor snapshots them twice."""
         tables, self.arrived = self.arrived, []
         tx = self._tx
+        refuse_while_paused(tx.position.snapshot, "the rename giving captured name(s) "
+                            f"{', '.join('.'.join(t) for t in tables)} to a table with rows",
+                            tx.position.describe())
         # no reset record: the rename's own records reset the names
         state = SnapshotState.again(chunk_filter.state if chunk_filter is not None else None,
                                     [list(t) for t in tables],

@@ -1,5 +1,5 @@
 """The commands that signal a running pipeline: ``snapshot``, ``stop-snapshot``,
-``set-position``."""
+``pause-snapshot``, ``resume-snapshot``, ``set-position``."""
 
 from __future__ import annotations
 
@@ -43,6 +43,33 @@ def stop_snapshot(config_path: Path, tables: tuple[str, ...], wait_s: float) -> 
     from cdc_ingest.config import load_pipeline  # noqa: PLC0415 - lazy
 
     request_stop(load_pipeline(config_path), list(tables), click.echo, wait_s)
+
+
+@click.command("pause-snapshot")
+@config_option
+@wait_option
+def pause_snapshot(config_path: Path, wait_s: float) -> None:
+    """Pause the running snapshot after its current chunk; the binlog goes on meanwhile
+    (docs/operations.md)."""
+    _control(config_path, "pause-snapshot", wait_s)
+
+
+@click.command("resume-snapshot")
+@config_option
+@wait_option
+def resume_snapshot(config_path: Path, wait_s: float) -> None:
+    """Resume the paused snapshot at its next chunk (docs/operations.md)."""
+    _control(config_path, "resume-snapshot", wait_s)
+
+
+def _control(config_path: Path, kind: str, wait_s: float) -> None:
+    from cdc_ingest.commands.snapshot import send_control  # noqa: PLC0415 - lazy
+    from cdc_ingest.config import load_pipeline  # noqa: PLC0415 - lazy
+
+    then = ("capture pauses its snapshot after the chunk it reads and goes on with the "
+            "binlog" if kind == "pause-snapshot" else "capture reads on from the next chunk")
+    send_control(load_pipeline(config_path), kind, {}, kind, then,
+                 "paused" if kind == "pause-snapshot" else "resumed", click.echo, wait_s)
 
 
 @click.command("set-position")

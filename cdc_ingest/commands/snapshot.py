@@ -150,14 +150,21 @@ def request_stop(defn: PipelineDef, names: list[str], echo: Callable[[str], None
     for name in names:
         if not all(name.partition(".")[::2]):
             raise ConfigError([ConfigProblem(name, "is not a table name", "write it db.table")])
+    return send_control(defn, STOP_SNAPSHOT, {"data-collections": names, "type": "incremental"},
+                        f"stop-snapshot of {', '.join(names) or 'every table left'}",
+                        "capture stops reading them and goes on with the binlog", "stopped",
+                        echo, wait_s)
+
+
+def send_control(defn: PipelineDef, kind: str, data: dict[str, Any], what: str, then: str,
+                 did: str, echo: Callable[[str], None], wait_s: float) -> str:
+    """Write a signal of ``kind`` in Debezium's format (keyed by the pipeline's name, with
+    ``data``), then wait for capture's answer; returns its id."""
 
     def send(kafka: dict[str, Any]) -> tuple[str, str]:
         signal_id = uuid.uuid4().hex[:12]
-        value = orjson.dumps({"type": STOP_SNAPSHOT, "id": signal_id,
-                              "data": {"data-collections": names, "type": "incremental"}})
+        value = orjson.dumps({"type": kind, "id": signal_id, "data": data})
         send_one(kafka, defn.signal_topic, defn.pipeline.name.encode(), value)
-        return signal_id, (f"stop-snapshot of {', '.join(names) or 'every table left'} sent "
-                           f"(signal {signal_id}); capture stops reading them and goes on "
-                           "with the binlog")
+        return signal_id, f"{what} sent (signal {signal_id}); {then}"
 
-    return signal_and_wait(defn, send, echo, wait_s, "stopped")
+    return signal_and_wait(defn, send, echo, wait_s, did)

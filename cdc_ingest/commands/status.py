@@ -129,12 +129,14 @@ def _snapshot_progress(position: Position | None) -> str | None:
     if state.rekey is not None:
         return f"re-key of {state.rekey.get('db')}.{state.rekey.get('table')} unfinished"
     if state.repairs:
-        return (f"repair: {sum(len(r[2]) for r in state.repairs)} key(s) of "
+        return (("paused, " if state.paused else "")
+                + f"repair: {sum(len(r[2]) for r in state.repairs)} key(s) of "
                 f"{len({tuple(r[:2]) for r in state.repairs})} table(s) to read again")
     tables = [".".join(t) for t in state.tables]
     if state.table >= len(tables):
         return None
-    return (f"table {state.table + 1} of {len(tables)} ({tables[state.table]}), "
+    return (("paused (cdc-ingest resume-snapshot reads on): " if state.paused else "")
+            + f"table {state.table + 1} of {len(tables)} ({tables[state.table]}), "
             f"{len(state.chunks)} chunk(s) committed")
 
 

@@ -92,8 +92,8 @@ def _refused(db: str) -> list[tuple[Any, dict[str, Any]]]:
             "data-collections": [f"{db}.a"],
             "additional-conditions": [{"data-collection": f"{db}.a", "filter": "nosuch < 5"}]},
             "expect": "MySQL refused the filter 'nosuch < 5' on"}),
-        (mine, {"type": "pause-snapshot", "id": "bad-1", "data": {},
-                "expect": "signal type 'pause-snapshot' is not one capture takes"}),
+        (mine, {"type": "log", "id": "bad-1", "data": {"message": "hi"},
+                "expect": "signal type 'log' is not one capture takes"}),
         (lambda _n: "someone-else", {"type": "execute-snapshot", "id": "bad-2",
                                      "data": {"data-collections": [f"{db}.a"]},
                                      "expect": "keyed by the pipeline's name"}),
@@ -222,7 +222,7 @@ def test_snapshot_notifications_once_each_across_a_kill(
     out = watch_log.read_text()
     lines = [x for x in out.splitlines() if re.match(r"\d{4}-\d\d-\d\dT", x)]
     assert len(lines) == total, out
-    assert re.search(r"Signal REFUSED id=bad-1 .*reason=signal type 'pause-snapshot'", out), out
+    assert re.search(r"Signal REFUSED id=bad-1 .*reason=signal type 'log'", out), out
     assert re.search(rf"Incremental Snapshot TABLE_SCAN_COMPLETED id={request_id.group(1)} "
                      rf".*data_collection={db}\.b .*total_rows_scanned={ROWS['b']}", out), out
 

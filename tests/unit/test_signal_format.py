@@ -66,8 +66,8 @@ def test_cdc_ingests_own_requests() -> None:
      "the key 'other': a signal in Debezium's format is keyed by the pipeline's name; send "
      "it keyed 'shop'"),
     ({"type": "execute-snapshot", "data": {"data-collections": ["db.a"]}}, None, "no key"),
-    ({"type": "pause-snapshot", "data": {}}, b"shop",
-     "signal type 'pause-snapshot' is not one capture takes"),
+    ({"type": "log", "data": {"message": "hi"}}, b"shop",
+     "signal type 'log' is not one capture takes"),
     ({"type": "execute-snapshot", "data": {"data-collections": []}}, b"shop",
      "data.data-collections must list the tables"),
     ({"type": "execute-snapshot", "data": {"data-collections": ["nodot"]}}, b"shop",
@@ -82,6 +82,16 @@ def test_what_capture_does_not_take_is_refused_with_why(value: object, key: byte
     signal = _parse(value, key)
     assert signal.refused is not None and why in signal.refused, signal  # type: ignore[attr-defined]
     assert signal.tables == ()  # type: ignore[attr-defined]
+
+
+def test_pause_and_resume_in_either_format() -> None:
+    for kind in ("pause-snapshot", "resume-snapshot"):
+        dbz = _parse({"type": kind, "id": "d1", "data": {}})
+        assert (dbz.type, dbz.id, dbz.refused) == (kind, "d1", None)  # type: ignore[attr-defined]
+        assert _parse({"type": kind, "data": ""}).refused is None  # type: ignore[attr-defined]
+        assert _parse({"type": kind, "data": {}}, key=b"x").refused is not None  # type: ignore[attr-defined]
+        own = _parse({"type": kind, "id": "o1"}, key=b"o1")
+        assert (own.type, own.id, own.refused) == (kind, "o1", None)  # type: ignore[attr-defined]
 
 
 def test_set_binlog_position_in_either_format() -> None:
@@ -122,6 +132,7 @@ def _documented(kind: str) -> list[dict[str, object]]:
 def test_every_signal_output_contract_md_shows_is_taken_as_it_says() -> None:
     debezium, own = _documented("debezium"), _documented("own")
     assert {s["type"] for s in debezium} == {"execute-snapshot", "stop-snapshot",
+                                             "pause-snapshot", "resume-snapshot",
                                              "set-binlog-position"}
     assert {s["type"] for s in own} == {"execute-snapshot", "set-binlog-position", "repair"}
     for body in debezium:

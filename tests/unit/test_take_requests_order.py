@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from cdc_ingest.model import Position
 
 
 class _Options:
+    startup = SimpleNamespace(mode="initial")
     kafka: dict[str, Any] = {}
     signal_topic = "cdc-ingest.shop.signals"
     pipeline = "shop"
@@ -80,3 +82,35 @@ def test_a_position_after_signals_that_start_nothing_is_taken_with_them(
     assert moved.gtid_set == "0-1-7" and moved.signals == 13 and moved.snapshot is None
     assert [(n["id"], n["type"]) for n in notes] == [
         ("odd", "REFUSED"), ("move", "TAKEN"), ("move2", "TAKEN")]
+
+
+PAUSE = Signal("pause", "pause-snapshot", 0)
+RESUME = Signal("resume", "resume-snapshot", 0)
+
+
+def test_a_pause_behind_a_request_pauses_the_snapshot_it_plans(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    moved, notes = _take([SNAP, PAUSE, replace(SNAP, id="snap2"), RESUME], monkeypatch)
+    state = SnapshotState.from_json(moved.snapshot)
+    assert state.tables == [["s", "a"]] and not state.paused and moved.signals == 14
+    assert [(n["id"], n["type"]) for n in notes] == [
+        ("snap", "TAKEN"), ("pause", "TAKEN"), ("snap", "PAUSED"), ("snap2", "REFUSED"),
+        ("resume", "TAKEN"), ("snap", "RESUMED")]
+    assert "resume it first" in notes[3]["additional_data"]["reason"]
+
+
+def test_a_pause_or_resume_with_no_snapshot_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    moved, notes = _take([PAUSE, RESUME], monkeypatch)
+    assert moved.snapshot is None and moved.signals == 12
+    assert [(n["type"], n["additional_data"]["reason"]) for n in notes] == [
+        ("REFUSED", "no snapshot is running"), ("REFUSED", "no snapshot is paused")]
+
+
+def test_a_paused_snapshot_takes_every_signal_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    paused = SnapshotState([["s", "a"]], note={"id": "n", "aggregate": "Initial Snapshot",
+                                              "started": True, "scanned": 0}, paused=True)
+    start = Position(gtid_set="0-1-9", signals=10, snapshot=paused.as_json())
+    moved, notes = _take([MOVE, SNAP], monkeypatch, start=start)
+    assert moved.signals == 12 and moved.gtid_set == "0-1-9"  # neither waits: refused
+    assert [n["type"] for n in notes] == ["REFUSED", "REFUSED"]
+    assert SnapshotState.from_json(moved.snapshot).paused

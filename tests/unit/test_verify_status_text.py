@@ -61,6 +61,9 @@ def test_status_shows_an_unfinished_snapshot_and_requests_not_taken() -> None:
     assert any(line.startswith("requests          1 snapshot request(s) not taken yet")
                for line in lines)
     assert _snapshot_progress(Position(snapshot={**state.as_json(), "done": True})) is None
+    paused = _snapshot_progress(Position(snapshot={**state.as_json(), "paused": True}))
+    assert paused == ("paused (cdc-ingest resume-snapshot reads on): table 2 of 2 (shop.b), "
+                      "3 chunk(s) committed")
 
 
 def test_status_text_without_a_position_or_a_server() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from cdc_ingest.capture.snapshot.state import BinlogPos, Key, SnapshotState
@@ -32,10 +33,31 @@ class ChunkFilter:
         self._info = info
         self.state = state
         self.last: BinlogPos = max(((c[4], c[5]) for c in state.chunks), default=("", 0))
+        # paused (capture/snapshot_control.py): the tables not begun, and the one being read
+        # with the key its chunks reached (None: none read)
+        self._unread: set[tuple[str, str]] = set()
+        self._current: tuple[tuple[str, str], Key | None] | None = None
+        if state.paused and state.table < len(state.tables):
+            self._unread = {(t[0], t[1]) for t in state.tables[state.table + 1:]}
+            db, table = state.tables[state.table]
+            self._current = ((db, table), state.after)
+
+    @property
+    def paused(self) -> bool:
+        return self.state.paused
+
+    def without_chunks(self) -> ChunkFilter:
+        """This paused snapshot's filter once the binlog is past every chunk's high watermark:
+        its plan alone (the keys not read yet)."""
+        return ChunkFilter(replace(self.state, chunks=[]), self._info)
 
     def covered(self, db: str, table: str, key: Key, at: BinlogPos) -> bool:
         """True when the change at ``at`` is at or before its chunk's high watermark (of any
-        chunk holding the key: a key chunk read it again after its range chunk)."""
+        chunk holding the key: a key chunk read it again after its range chunk), or, while
+        the snapshot is paused, when no chunk has read its key yet: the chunk that reads it
+        later holds it (written now, a delete before that chunk would leave it behind)."""
+        if self._current is not None and self._not_read(db, table, key):
+            return True
         if at > self.last:
             return False
         keyed = self._keys.get((db, table))
@@ -44,6 +66,15 @@ class ChunkFilter:
             if any(at <= high for keys, high in keyed if text in keys):
                 return True
         return self._in_range(db, table, key, at)
+
+    def _not_read(self, db: str, table: str, key: Key) -> bool:
+        if (db, table) in self._unread:
+            return True
+        assert self._current is not None
+        (cdb, ctable), after = self._current
+        if (db, table) != (cdb, ctable):
+            return False
+        return after is None or self._info(db, table).order.compare(key, after) > 0
 
     def _in_range(self, db: str, table: str, key: Key, at: BinlogPos) -> bool:
         chunks = self._by_table.get((db, table))

@@ -42,12 +42,16 @@ class SnapshotState:
     # What its notifications need (capture/notifications.py): the snapshot's id and kind,
     # whether STARTED went out, the rows read of the current table; None: none are sent.
     note: dict[str, Any] | None = None
+    # Paused (``pause-snapshot``, capture/snapshot_control.py): no chunk is read, the binlog
+    # goes on with the chunks read so far as its filter; ``resume-snapshot`` reads on.
+    paused: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return {"tables": self.tables, "table": self.table, "after": self.after,
                 "chunks": self.chunks, "done": self.done, "server": self.server,
                 "rekey": self.rekey, "resets": self.resets, "repairs": self.repairs,
-                "prunes": self.prunes, "note": self.note}
+                "prunes": self.prunes, "note": self.note,
+                **({"paused": True} if self.paused else {})}
 
     def chunk_done(self, chunk: Chunk, high: BinlogPos) -> None:
         """``chunk`` is read as of ``high`` and goes into the changelog with this progress."""
@@ -80,7 +84,7 @@ class SnapshotState:
         return cls(body["tables"], body["table"], body.get("after"), body.get("chunks") or [],
                    bool(body.get("done")), body.get("server"), body.get("rekey"),
                    body.get("resets") or [], body.get("repairs") or [],
-                   body.get("prunes") or [], body.get("note"))
+                   body.get("prunes") or [], body.get("note"), bool(body.get("paused")))
 
 
 @dataclass
