@@ -1,10 +1,10 @@
-"""``cdc-ingest set-position`` (Debezium's ``set-binlog-position`` signal) on MariaDB and MySQL:
-capture goes back 1,000 transactions by binlog file and position, across an ``ALTER TABLE``
-inside them, and writes exactly those changes again, each row with the columns of its time;
-capture is SIGKILLed as it takes the signal, and the changes are still read again once.
-Positions inside a transaction, or with GTIDs the server never wrote, are refused with why
-while capture goes on; then forward by GTID set past 1,000 transactions it never reads, with
-a warning naming what it skipped."""
+"""``cdc-ingest set-position`` (Debezium's ``set-binlog-position`` signal) on MariaDB 10.11
+and 11.8 and MySQL: capture goes back 1,000 transactions by binlog file and position, across
+an ``ALTER TABLE`` inside them, and writes exactly those changes again, each row with the
+columns of its time; capture is SIGKILLed as it takes the signal, and the changes are still
+read again once. Positions inside a transaction, or with GTIDs the server never wrote, are
+refused with why while capture goes on; then forward by GTID set past 1,000 transactions it
+never reads, with a warning naming what it skipped."""
 
 from __future__ import annotations
 
@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pymysql
+import pytest
 
 from cdc_ingest import exit_codes
 from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.kafka.consumer import read_topic
 from tests.conftest import admin_conn
-from tests.integration.flavors import Source, binlog_head, gtid_now
+from tests.integration.flavors import ALL_SERVERS, Source, binlog_head, gtid_now
 from tests.integration.pipeline_helpers import (
     changelog,
     cli,
@@ -80,6 +81,7 @@ def _beyond(source: Source, gtid_set: str) -> str:
     return f"{gtid_set},{uuid.uuid4()}:1-5"
 
 
+@pytest.mark.parametrize("source", ALL_SERVERS, indirect=True)
 def test_set_position_back_across_an_alter_refused_then_forward(
     source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
 ) -> None:
