@@ -7,7 +7,8 @@ paused, other signals and a second pause are refused with why. Capture is SIGKIL
 paused and stays paused after its restart; a rename giving a captured name to a table with
 rows stops it (exit 3, naming the fix); it is started again with ``resume-snapshot`` waiting
 and SIGKILLed at a seeded random moment in the second after (before, while or after the
-resume is taken). The snapshot then ends, the renamed table is snapshotted, ``verify`` finds the topics equal to the tables, no key's stamp ``v``
+resume is taken), and the sink at one in the two seconds after capture's restart. The
+snapshot then ends, the renamed table is snapshotted, ``verify`` finds the topics equal to the tables, no key's stamp ``v``
 goes back in its topic, and each notification (PAUSED, RESUMED, the signals' answers,
 COMPLETED) is there once.
 """
@@ -67,8 +68,10 @@ def test_a_paused_snapshot_lets_the_binlog_flow_and_resumes_exactly_across_kills
         source={"scan.startup.mode": "initial", "scan.incremental.snapshot.chunk.size": CHUNK},
         sink={"sink.delivery-guarantee": "exactly-once"})
     seed = random.randrange(1 << 30)
-    delay = random.Random(seed).uniform(0, 1.0)
-    print(f"seed {seed}: SIGKILL {delay:.3f} s after capture starts to take resume-snapshot")
+    rng = random.Random(seed)
+    delay, sink_delay = rng.uniform(0, 1.0), rng.uniform(0, 2.0)
+    print(f"seed {seed}: SIGKILL of capture {delay:.3f} s after it starts to take "
+          f"resume-snapshot, of the sink {sink_delay:.3f} s after capture's restart")
     logs = {"capture": tmp_path / "capture.log", "sink": tmp_path / "sink.log"}
     procs = {n: start_command(n, config, logs[n]) for n in logs}
     writer = _Writer(source, db, "t", ROWS + 1)
@@ -122,6 +125,10 @@ def test_a_paused_snapshot_lets_the_binlog_flow_and_resumes_exactly_across_kills
         procs["capture"].send_signal(signal.SIGKILL)
         procs["capture"].wait(30)
         procs["capture"] = start_command("capture", config, logs["capture"])
+        time.sleep(sink_delay)  # the sink too, while it writes the resumed chunks
+        procs["sink"].send_signal(signal.SIGKILL)
+        procs["sink"].wait(30)
+        procs["sink"] = start_command("sink", config, logs["sink"])
         wait_for(lambda: "COMPLETED" in [n["type"] for n in _notes(kafka, name)], 180,
                  "the resumed snapshot's COMPLETED")
         assert _chunks(logs["capture"]) > read
