@@ -93,7 +93,8 @@ TABLE: tuple[ExitCode, ...] = (
              "acls` prints them all)", "every command that talks to Kafka (`start`: 9)"),
     ExitCode(SIGNAL_REFUSED, "SIGNAL_REFUSED", "capture read the request and refused it (the "
              "reason is printed; capture goes on)",
-             "`snapshot`, `stop-snapshot`, `pause-snapshot`, `resume-snapshot`, `set-position`"),
+             "`snapshot`, `stop-snapshot`, `pause-snapshot`, `resume-snapshot`, `set-position`, "
+             "`verify --repair`"),
     ExitCode(SIGNAL_NOT_TAKEN, "SIGNAL_NOT_TAKEN", "no capture took the request within "
              "`--wait` seconds (none runs, or it is busy with an unfinished snapshot): it stays "
              "in the signal topic, and a capture takes it when it can",

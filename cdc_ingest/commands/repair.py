@@ -11,23 +11,29 @@ writes go on; nothing else in the topics touched.
    of those keys follows once. The request and the rows it causes commit together: a kill
    anywhere carries it out once.
 3. Once capture has carried it out and the sink has passed MySQL's binlog head, verify runs
-   again (shown), and its verdict is the command's.
+   again (shown), and its verdict is the command's. A request capture refused (a snapshot is
+   paused) exits 15 with capture's reason.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
+import orjson
+
 from cdc_ingest import exit_codes
+from cdc_ingest.capture.notifications import REFUSED, SIGNAL
 from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.capture.signals import send_repair
 from cdc_ingest.capture.snapshot.state import SnapshotState
+from cdc_ingest.commands.snapshot import SignalRefused
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.errors import CdcIngestError
-from cdc_ingest.kafka import TopicAdmin, TopicSpec
+from cdc_ingest.kafka import TopicAdmin, TopicSpec, read_topic
+from cdc_ingest.kafka.consumer import Message
 from cdc_ingest.mysql import connection_settings
 from cdc_ingest.verify.clock import PipelineClock
 from cdc_ingest.verify.repair import MAX_REPAIR, repair_keys
@@ -42,6 +48,17 @@ class RepairNotDone(CdcIngestError):
     """Capture did not carry the repair out in time (not running, or far behind)."""
 
     exit_code = exit_codes.NOT_CAUGHT_UP
+
+
+def refusal(notes: Iterable[Message], request: str) -> str | None:
+    """Why capture refused ``request`` (its Signal notification says REFUSED), or None."""
+    for message in notes:
+        note = orjson.loads(message.value) if message.value is not None else {}
+        if note.get("aggregate_type") == SIGNAL and note.get("id") == request:
+            if note.get("type") == REFUSED:
+                return str(note.get("additional_data", {}).get("reason"))
+            return None
+    return None
 
 
 def _carried_out(kafka: dict[str, Any], defn: PipelineDef, offset: int) -> bool:
@@ -78,6 +95,9 @@ def run_repair(defn: PipelineDef, echo: Callable[[str], None], max_diffs: int,
                 "(it waits in the signal topic; capture takes it when it runs). Fix: start "
                 "the pipeline (cdc-ingest start), then verify again.")
         time.sleep(POLL_S)
+    refused = refusal(read_topic(kafka, defn.notification_topic), request)
+    if refused is not None:  # e.g. while a snapshot is paused: nothing was read again
+        raise SignalRefused(f"capture refused repair request {request}: {refused}")
     clock = PipelineClock(connection_settings(defn.source), kafka,
                           defn.pipeline.offsets_topic, defn.pipeline.changelog_topic,
                           defn.sink_group_id)

@@ -3,7 +3,7 @@ writer changing the snapshotted table all along.
 
 An initial snapshot is paused after a few chunks: no chunk is read while paused, the binlog
 goes on (a row inserted into another captured table reaches the changelog), ``status`` says
-paused, other signals and a second pause are refused with why. Capture is SIGKILLed while
+paused, other signals (``verify --repair``'s too) and a second pause are refused with why. Capture is SIGKILLed while
 paused and stays paused after its restart; a rename giving a captured name to a table with
 rows stops it (exit 3, naming the fix); it is started again with ``resume-snapshot`` waiting
 and SIGKILLed at a seeded random moment in the second after (before, while or after the
@@ -95,6 +95,9 @@ def test_a_paused_snapshot_lets_the_binlog_flow_and_resumes_exactly_across_kills
         other = cli("snapshot", "--config", str(config), f"{db}.side")
         assert other.returncode == 15 and "resume it first" in other.stderr, \
             other.stdout + other.stderr
+        repair = cli("verify", "--config", str(config), "--repair")  # the unread rows differ
+        assert repair.returncode == 15 and "capture refused repair request" in repair.stderr \
+            and "resume it first" in repair.stderr, repair.stdout + repair.stderr
 
         # killed while paused: the restart stays paused, the binlog goes on
         procs["capture"].send_signal(signal.SIGKILL)
@@ -157,4 +160,5 @@ def test_a_paused_snapshot_lets_the_binlog_flow_and_resumes_exactly_across_kills
         assert notes.count(once) == 1, (once, notes)
     assert notes.index(("Initial Snapshot", "PAUSED")) < notes.index(
         ("Initial Snapshot", "RESUMED")) < notes.index(("Initial Snapshot", "COMPLETED"))
-    assert [t for a, t in notes if a == "Signal"] == ["TAKEN", "REFUSED", "REFUSED", "TAKEN"]
+    assert [t for a, t in notes if a == "Signal"] == ["TAKEN", "REFUSED", "REFUSED", "REFUSED",
+                                                      "TAKEN"]
