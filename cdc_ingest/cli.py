@@ -13,13 +13,7 @@ import click
 from cdc_ingest import __version__, exit_codes, logs
 from cdc_ingest.commands.migration_cli import cutover, verify
 from cdc_ingest.commands.options import config_option
-from cdc_ingest.commands.signal_cli import (
-    pause_snapshot,
-    resume_snapshot,
-    set_position,
-    snapshot,
-    stop_snapshot,
-)
+from cdc_ingest.commands.signal_cli import SIGNAL_COMMANDS
 from cdc_ingest.errors import CdcIngestError
 
 log = logging.getLogger("cdc_ingest")
@@ -95,7 +89,7 @@ def capture(config_path: Path) -> None:
     defn = load_pipeline(config_path)
     for warning in defn.warnings:
         log.warning("%s", warning)
-    options = capture_options(defn)
+    options = capture_options(defn, config_path)
     runner = Capture(options)
     install_signal_handlers(runner)
     if not _stopped_while_starting(received, "capture"):
@@ -266,11 +260,8 @@ def demo(no_wait: bool, fmt: str) -> None:
 
 cli.add_command(verify)
 cli.add_command(cutover)
-cli.add_command(snapshot)
-cli.add_command(stop_snapshot)
-cli.add_command(pause_snapshot)
-cli.add_command(resume_snapshot)
-cli.add_command(set_position)
+for _command in SIGNAL_COMMANDS:
+    cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.model import names
 from cdc_ingest.mysql import ConnectionSettings, KeyColumns, connection_settings
+from cdc_ingest.routing.selectors import TableSelector
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,31 @@ class CaptureOptions:
     # topics being ``cdc-ingest.shop.*``): fenced at start, so a capture of that release
     # still running cannot write beside this one (config/definition.py)
     old_transactional_id: str | None = None
+    # the pipeline file capture was started from and what it said: ``add-table`` compares
+    # the edited file with it (capture/add_table.py)
+    config_path: Path | None = None
+    definition: PipelineDef | None = field(default=None, repr=False, compare=False)
+
+    def selected(self, selection: list[str | None] | None) -> CaptureOptions:
+        """These options capturing ``selection`` (``[tables, tables.exclude]``, as a position
+        records it) instead of the file's: capture runs with the committed selection until
+        an ``add-table`` signal takes the edited file's in."""
+        if selection is None or selection == self.selection:
+            return self
+        return replace(self, selection=selection, captured=selection_matcher(selection))
+
+
+def selection_matcher(selection: list[str | None]) -> Callable[[str, str], bool]:
+    """Whether ``selection`` (``[tables, tables.exclude]``) captures a table, as
+    ``source.tables`` and ``source.tables.exclude`` do."""
+    tables = TableSelector.parse(selection[0]) if selection[0] else None
+    exclude = (TableSelector.parse(selection[1], "tables.exclude")
+               if len(selection) > 1 and selection[1] else None)
+
+    def captured(db: str, table: str) -> bool:
+        return tables is not None and tables.matches(db, table) and (
+            exclude is None or not exclude.matches(db, table))
+    return captured
 
 
 def startup_spec(defn: PipelineDef) -> StartupSpec:
@@ -81,9 +108,13 @@ def startup_spec(defn: PipelineDef) -> StartupSpec:
     )
 
 
-def capture_options(defn: PipelineDef) -> CaptureOptions:
+def capture_options(defn: PipelineDef, config_path: Path | None = None) -> CaptureOptions:
+    """Capture's options from ``defn``, read from ``config_path`` (add-table reads it
+    again)."""
     s, p = defn.source, defn.pipeline
     return CaptureOptions(
+        config_path=config_path,
+        definition=defn,
         pipeline=p.name,
         transactional_id=defn.capture_transactional_id,
         old_transactional_id=(None if (old := defn.old_transactional_id_prefix) is None

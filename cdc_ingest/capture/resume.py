@@ -12,12 +12,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import replace
+from typing import Any
 
 from cdc_ingest.capture.events import TxBegin
 from cdc_ingest.capture.notifications import INCREMENTAL, INITIAL, new_note
-from cdc_ingest.capture.options import CaptureOptions, StartupSpec
+from cdc_ingest.capture.options import CaptureOptions, StartupSpec, selection_matcher
 from cdc_ingest.capture.schema_guard import read_schema_topic
 from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.errors import (
@@ -30,7 +31,6 @@ from cdc_ingest.errors import (
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import Catalog
 from cdc_ingest.mysql.gtid import advance_gtid_set, has_gtid
-from cdc_ingest.routing.selectors import TableSelector
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +58,8 @@ def first_position(spec: StartupSpec, catalog: Catalog) -> Position:
     )
 
 
-def start_position(options: CaptureOptions, committed: Position | None,
-                   catalog: Catalog) -> tuple[Position, int]:
+def start_position(options: CaptureOptions, committed: Position | None, catalog: Catalog,
+                   adding: Callable[[], bool] = lambda: False) -> tuple[Position, int]:
     """The ``committed`` position (None: a first start), else the first one; raises when its
     binlog is gone. Also the binlog time (s) before which transactions are skipped (a first
     start in ``timestamp`` mode; else 0)."""
@@ -70,7 +70,7 @@ def start_position(options: CaptureOptions, committed: Position | None,
         if start.tables is None:  # a release before selections were recorded
             known = read_schema_topic(options.kafka, options.schema_topic).tables
             unseen_tables(options, catalog, known)
-        start = added_tables(options, start, catalog)
+        start = added_tables(options, start, catalog, adding)
     else:
         start = first_position(options.startup, catalog)
         if options.startup.mode == "timestamp" and options.startup.timestamp_ms:
@@ -92,13 +92,6 @@ def start_position(options: CaptureOptions, committed: Position | None,
     return start, skip_before_s
 
 
-def _selects(selection: list[str | None], db: str, table: str) -> bool:
-    tables, exclude = selection[0], selection[1] if len(selection) > 1 else None
-    if not tables or not TableSelector.parse(tables).matches(db, table):
-        return False
-    return exclude is None or not TableSelector.parse(exclude, "tables.exclude").matches(db, table)
-
-
 def unseen_tables(options: CaptureOptions, catalog: Catalog,
                   known: Collection[tuple[str, str]]) -> list[tuple[str, str]]:
     """Warn of captured tables the schema topic never heard of, at the first start on a
@@ -117,43 +110,62 @@ def unseen_tables(options: CaptureOptions, catalog: Catalog,
     return unseen
 
 
-def added_tables(options: CaptureOptions, start: Position, catalog: Catalog) -> Position:
+def added_tables(options: CaptureOptions, start: Position, catalog: Catalog,
+                 adding: Callable[[], bool] = lambda: False) -> Position:
     """``start`` with a snapshot of the tables the selection took in since the run that
     committed it (``scan.newly-added-table.enabled``), and the selection now. A table the old
     selection took in is in the changelog from its first row (snapshot, or created later
-    and read from the binlog), so only the others are read."""
+    and read from the binlog), so only the others are read. ``adding``: whether an
+    ``add-table`` signal waits in the signal topic; then ``start`` keeps its selection and
+    the signal takes the tables in, as it says (capture/add_table.py)."""
     before = start.tables
     if before is None or before == options.selection:
         return replace(start, tables=options.selection)
-    added = sorted(t for t in catalog.tables()
-                   if options.captured(*t) and not _selects(before, *t))
+    old = selection_matcher(before)
+    added = sorted(t for t in catalog.tables() if options.captured(*t) and not old(*t))
     if not added:
         return replace(start, tables=options.selection)
     names = ", ".join(f"{db}.{table}" for db, table in added)
+    if adding():
+        log.info("source.tables now also selects %s: capture goes on with the tables it ran "
+                 "with until it takes the add-table signal waiting for it", names)
+        return start
     if not options.newly_added_tables:
         raise ConfigError(ConfigProblem(
             "source.tables", f"now also selects {names}, whose existing rows were never "
             "captured (the pipeline ran with another selection)",
             "set scan.newly-added-table.enabled: true to snapshot them at this start while "
-            "the binlog goes on, or restore the earlier tables / tables.exclude"))
+            "the binlog goes on, or `cdc-ingest add-table` them while the pipeline runs "
+            "(docs/operations.md), or restore the earlier tables / tables.exclude"))
+    log.info("scan.newly-added-table.enabled: snapshot of %d added table(s) (%s) first, then "
+             "the binlog from %s", len(added), names, start.describe())
+    return replace(start, snapshot=snapshot_of_added(start, added, catalog),
+                   tables=options.selection)
+
+
+def snapshot_of_added(start: Position, added: list[tuple[str, str]], catalog: Catalog,
+                      snapshot_id: str | None = None) -> dict[str, Any]:
+    """The snapshot state of ``start`` with the ``added`` tables to read as newly added
+    tables: after what an unfinished snapshot has left, or filtered by the chunks of a
+    finished one whose binlog window is still open."""
     state = SnapshotState.from_json(start.snapshot) if start.snapshot is not None else None
     if state is not None and state.rekey is not None:
         raise SourceError(
-            f"{names} were added to source.tables while a re-key of "
-            f"{state.rekey['db']}.{state.rekey['table']} is unfinished. Fix: start once with "
-            "the earlier tables until capture logs that the re-key is done, then add them")
+            f"{', '.join('.'.join(t) for t in added)} were added to source.tables while a "
+            f"re-key of {state.rekey['db']}.{state.rekey['table']} is unfinished. Fix: start "
+            "once with the earlier tables until capture logs that the re-key is done, then "
+            "add them")
     server = catalog.server_identity()
     if state is None:
         state = SnapshotState([list(t) for t in added], server=server,
-                              note=new_note(INCREMENTAL))
+                              note=new_note(INCREMENTAL, snapshot_id))
     elif state.done:  # the earlier snapshot's chunks still filter the binlog
         state = SnapshotState([list(t) for t in added], chunks=state.chunks,
-                              server=state.server or server, note=new_note(INCREMENTAL))
+                              server=state.server or server,
+                              note=new_note(INCREMENTAL, snapshot_id))
     else:  # unfinished: the added tables come after its own
         state.tables.extend(list(t) for t in added if list(t) not in state.tables)
-    log.info("scan.newly-added-table.enabled: snapshot of %d added table(s) (%s) first, then "
-             "the binlog from %s", len(added), names, start.describe())
-    return replace(start, snapshot=state.as_json(), tables=options.selection)
+    return state.as_json()
 
 
 def same_server(state: SnapshotState, catalog: Catalog) -> None:

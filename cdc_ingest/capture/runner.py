@@ -35,7 +35,7 @@ from cdc_ingest.capture.progress import Progress
 from cdc_ingest.capture.rekey import Rekeying
 from cdc_ingest.capture.resume import MySqlTxTracker, same_server, start_position
 from cdc_ingest.capture.schema_guard import SchemaGuard, read_schema_topic
-from cdc_ingest.capture.signals import SignalWatch, take_requests
+from cdc_ingest.capture.signals import SignalWatch, adding_waits, take_requests
 from cdc_ingest.capture.snapshot.filter import ChunkFilter
 from cdc_ingest.capture.snapshot.phase import SnapshotPhase
 from cdc_ingest.capture.snapshot.state import SnapshotState
@@ -100,9 +100,16 @@ class Capture:
 
     def _run_once(self, partitions: int) -> Stopped | SnapshotRequested:
         """One run from the committed position, until stopped or a request arrives."""
-        o, tx = self.options, self._tx
-        start, skip_before_s = start_position(o, tx.load_position(), self._catalog)
-        start, notes = take_requests(o, start, self._catalog)
+        tx = self._tx
+        committed = tx.load_position()
+        start, skip_before_s = start_position(self.options, committed, self._catalog,
+                                              lambda: adding_waits(self.options, committed))
+        # capture runs with the selection committed: an add-table signal changes it
+        selection = start.tables
+        start, notes = take_requests(self.options.selected(selection), start, self._catalog)
+        if start.tables != selection:  # taken in: from now on this process's selection
+            self.options = self.options.selected(start.tables)
+        o = self.options.selected(start.tables)
         waiting = self._watch_signals(start)
         tx.start_run(start)
         for note in notes:  # committed with the position past their signals

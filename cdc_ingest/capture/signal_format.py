@@ -9,7 +9,10 @@
   it: keyed by the request's id, ``{"type": "execute-snapshot", "id": ..., "tables": [...]}``,
   ``{"type": "set-binlog-position", "id": ..., "gtid_set": ...}`` (or ``"binlog_filename"``
   and ``"binlog_position"``: Debezium's ``data`` fields, here beside ``type``) or
-  ``{"type": "repair", "id": ..., "keys": {"db.table": [key JSON, ...]}}``.
+  ``{"type": "repair", "id": ..., "keys": {"db.table": [key JSON, ...]}}`` or, as
+  ``cdc-ingest add-table`` writes it, ``{"type": "add-table", "id": ..., "tables": [...],
+  "snapshot": true|false, "config_sha256": <the edited pipeline file's SHA-256>}``
+  (Debezium adds a table by a configuration change, so this one has no Debezium form).
 
 A record that is neither, or asks what capture does not do, is a refused :class:`Signal`
 with the reason: capture notifies it and goes on (capture/signals.py).
@@ -26,6 +29,7 @@ EXECUTE_SNAPSHOT = "execute-snapshot"
 STOP_SNAPSHOT = "stop-snapshot"
 PAUSE_SNAPSHOT, RESUME_SNAPSHOT = "pause-snapshot", "resume-snapshot"  # snapshot_control.py
 SET_POSITION = "set-binlog-position"  # capture/set_position.py
+ADD_TABLE = "add-table"  # capture/add_table.py
 REPAIR = "repair"  # verify --repair: keys to read again (capture/snapshot/repair.py)
 SNAPSHOT_KINDS = ("incremental", "blocking")  # Debezium's data.type; both are one snapshot here
 
@@ -44,6 +48,10 @@ class Signal:
     # set-binlog-position: a GTID set, or a binlog file and position
     gtid_set: str | None = None
     binlog: tuple[str, int] | None = None
+    # add-table: with the tables' existing rows (else from now on), and the SHA-256 of the
+    # edited pipeline file the command checked
+    with_rows: bool = True
+    config_sha256: str | None = None
 
 
 def parse_signal(key: bytes | None, value: bytes, offset: int, pipeline: str) -> Signal:
@@ -72,6 +80,13 @@ def parse_signal(key: bytes | None, value: bytes, offset: int, pipeline: str) ->
             return _set_position(Signal(signal_id, kind, offset), body)
         if kind in (PAUSE_SNAPSHOT, RESUME_SNAPSHOT):
             return Signal(signal_id, kind, offset)
+        if kind == ADD_TABLE:
+            tables = tuple(_table(t) for t in body["tables"])
+            digest, rows = body["config_sha256"], body.get("snapshot", True)
+            if not tables or not isinstance(digest, str) or not isinstance(rows, bool):
+                raise ValueError("it needs tables, config_sha256 and snapshot: true or false")
+            return Signal(signal_id, kind, offset, tables, with_rows=rows,
+                          config_sha256=digest)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         return Signal(signal_id, kind, offset, refused=f"malformed {kind} request ({exc!r})")
     return Signal(signal_id, kind, offset, refused=_unknown(kind))
@@ -172,4 +187,4 @@ def _filter(text: object) -> str:
 def _unknown(kind: str) -> str:
     return (f"signal type {kind!r} is not one capture takes (it takes execute-snapshot, "
             "stop-snapshot, pause-snapshot, resume-snapshot, set-binlog-position, and "
-            "cdc-ingest's own repair)")
+            "cdc-ingest's own repair and add-table)")

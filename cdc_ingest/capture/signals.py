@@ -23,8 +23,9 @@ those are carried on first, then capture starts over to take it. ``stop-snapshot
 ``pause-snapshot`` and ``resume-snapshot`` steer the unfinished snapshot instead
 (capture/snapshot_control.py); while it is paused, every other request is refused.
 
-A ``set-binlog-position`` signal moves the position itself (capture/set_position.py), the
-signals after it are taken from there.
+A ``set-binlog-position`` signal moves the position itself (capture/set_position.py), an
+``add-table`` signal changes the selection (capture/add_table.py); the signals after either
+are taken from there.
 
 Requests come in Debezium's format too (capture/signal_format.py). Each, taken or refused
 with why, is a notification (capture/notifications.py) committed with the position past it.
@@ -41,10 +42,12 @@ from typing import Any
 
 import orjson
 
+from cdc_ingest.capture.add_table import take_add_table
 from cdc_ingest.capture.notifications import INCREMENTAL, new_note, signal_note
 from cdc_ingest.capture.options import CaptureOptions
 from cdc_ingest.capture.set_position import take_set_position
 from cdc_ingest.capture.signal_format import (
+    ADD_TABLE,
     EXECUTE_SNAPSHOT,
     PAUSE_SNAPSHOT,
     REPAIR,
@@ -65,6 +68,7 @@ from cdc_ingest.mysql import Catalog
 log = logging.getLogger(__name__)
 
 WATCH_INTERVAL_S = 2.0
+ALONE = (SET_POSITION, ADD_TABLE)  # taken alone, those after them from where they leave capture
 
 
 def send_repair(kafka: dict[str, Any], topic: str,
@@ -97,6 +101,14 @@ def read_requests(kafka: dict[str, Any], topic: str, start: int,
             for m in read_topic(kafka, topic) if m.offset >= start and m.value is not None]
 
 
+def adding_waits(options: CaptureOptions, start: Position | None) -> bool:
+    """Whether an ``add-table`` signal waits to be taken after ``start``'s."""
+    return start is not None and any(
+        s.type == ADD_TABLE and s.refused is None
+        for s in read_requests(options.kafka, options.signal_topic, start.signals,
+                               options.pipeline))
+
+
 def take_requests(options: CaptureOptions, start: Position, catalog: Catalog
                   ) -> tuple[Position, list[bytes]]:
     """``start`` with the pending signals taken: their tables in the snapshot state, with a
@@ -116,7 +128,7 @@ def take_requests(options: CaptureOptions, start: Position, catalog: Catalog
         what = "re-key" if state.rekey is not None else "snapshot"
         log.warning("%d signal(s) wait until the unfinished %s is done", len(signals), what)
         return start, []
-    moving = next((i for i, s in enumerate(signals) if s.type == SET_POSITION), None)
+    moving = next((i for i, s in enumerate(signals) if s.type in ALONE), None)
     if moving == 0:  # alone: the signals after it are taken from where it moved capture
         return _move(options, start, signals[0], catalog)
     if moving is not None:  # taken once those before it are (after their snapshot, if any)
@@ -198,8 +210,14 @@ def _plans(signals: list[Signal]) -> bool:
 
 def _move(options: CaptureOptions, start: Position, signal: Signal, catalog: Catalog
           ) -> tuple[Position, list[bytes]]:
-    moved, took, why = take_set_position(start, signal, catalog)
-    said = signal_note(options.pipeline, signal, took, why)
+    """A signal taken alone (it moves the position, or changes the selection), then those
+    after it from there."""
+    if signal.type == ADD_TABLE:
+        moved, said = take_add_table(options, start, signal, catalog)
+        options = options.selected(moved.tables)
+    else:
+        moved, took, why = take_set_position(start, signal, catalog)
+        said = signal_note(options.pipeline, signal, took, why)
     moved, notes = take_requests(options, replace(moved, signals=signal.offset + 1), catalog)
     return moved, [said, *notes]
 

@@ -1,5 +1,5 @@
 """The commands that signal a running pipeline: ``snapshot``, ``stop-snapshot``,
-``pause-snapshot``, ``resume-snapshot``, ``set-position``."""
+``pause-snapshot``, ``resume-snapshot``, ``set-position``, ``add-table``."""
 
 from __future__ import annotations
 
@@ -87,3 +87,23 @@ def set_position(config_path: Path, gtid_set: str | None, binlog: str | None,
     from cdc_ingest.config import load_pipeline  # noqa: PLC0415 - lazy
 
     request_set_position(load_pipeline(config_path), gtid_set, binlog, click.echo, wait_s)
+
+
+@click.command("add-table")
+@config_option
+@click.argument("tables", nargs=-1, required=True)
+@click.option("--no-snapshot", is_flag=True,
+              help="capture their changes from now on only, not their existing rows")
+@wait_option
+def add_table(config_path: Path, tables: tuple[str, ...], no_snapshot: bool,
+              wait_s: float) -> None:
+    """Take TABLES (db.table ...), newly selected by source.tables in the edited pipeline
+    file, into the running pipeline: their rows snapshotted while the binlog goes on, or
+    from now on (docs/operations.md)."""
+    from cdc_ingest.commands.add_table import request_add_table  # noqa: PLC0415 - lazy
+
+    request_add_table(config_path, list(tables), click.echo, wait_s, not no_snapshot)
+
+
+SIGNAL_COMMANDS = (snapshot, stop_snapshot, pause_snapshot, resume_snapshot, set_position,
+                   add_table)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Generator
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -42,7 +43,7 @@ def request_snapshot(defn: PipelineDef, names: list[str], echo: Callable[[str], 
                      wait_s: float = 0.0, where: str | None = None) -> str:
     """Check the tables and write the request; then, for up to ``wait_s`` seconds, wait for
     capture's notification that it took it (returns its id) or refused it (raises)."""
-    tables, problems = [], []
+    problems: list[ConfigProblem] = []
     catalog = Catalog(connection_settings(defn.source), retries=0)
     try:
         existing = set(catalog.tables())
@@ -55,21 +56,9 @@ def request_snapshot(defn: PipelineDef, names: list[str], echo: Callable[[str], 
                                                   "MySQL accepts for each table named"))
     finally:
         catalog.close()
-    for name in names:
-        db, _, table = name.partition(".")
-        if not db or not table:
-            problems.append(ConfigProblem(name, "is not a table name", "write it db.table"))
-        elif (db, table) not in existing:
-            problems.append(ConfigProblem(name, "is not a table in MySQL",
-                                          "check the spelling (names are case-sensitive)"))
-        elif not defn.source.captures(db, table):
-            problems.append(ConfigProblem(name, "is not captured by this pipeline",
-                                          "only tables that source.tables selects (and "
-                                          "source.tables.exclude does not) can be snapshotted"))
-        elif (db, table) not in tables:
-            tables.append((db, table))
-    if problems:
-        raise ConfigError(problems)
+    tables = named_tables(defn, names, existing, problems, ConfigProblem(
+        "", "is not captured by this pipeline", "only tables that source.tables selects (and "
+        "source.tables.exclude does not) can be snapshotted"))
     listed = ", ".join(f"{db}.{table}" for db, table in tables) + (
         f" where {where}" if where else "")
     what = ("the rows the condition selects are written again, nothing is tombstoned"
@@ -85,6 +74,29 @@ def request_snapshot(defn: PipelineDef, names: list[str], echo: Callable[[str], 
             "the topics when it is done.")
 
     return signal_and_wait(defn, send, echo, wait_s, "snapshot of")
+
+
+def named_tables(defn: PipelineDef, names: list[str], existing: set[tuple[str, str]],
+                 problems: list[ConfigProblem], unselected: ConfigProblem
+                 ) -> list[tuple[str, str]]:
+    """The tables ``names`` name, each once; raises with every name that is not a table
+    MySQL has, or one ``defn`` does not select (``unselected`` says what and the fix), and
+    the ``problems`` found before."""
+    tables: list[tuple[str, str]] = []
+    for name in names:
+        db, _, table = name.partition(".")
+        if not db or not table:
+            problems.append(ConfigProblem(name, "is not a table name", "write it db.table"))
+        elif (db, table) not in existing:
+            problems.append(ConfigProblem(name, "is not a table in MySQL",
+                                          "check the spelling (names are case-sensitive)"))
+        elif not defn.source.captures(db, table):
+            problems.append(replace(unselected, path=name))
+        elif (db, table) not in tables:
+            tables.append((db, table))
+    if problems:
+        raise ConfigError(problems)
+    return tables
 
 
 def signal_and_wait(defn: PipelineDef, send: Callable[[dict[str, Any]], tuple[str, str]],

@@ -134,7 +134,8 @@ def test_every_signal_output_contract_md_shows_is_taken_as_it_says() -> None:
     assert {s["type"] for s in debezium} == {"execute-snapshot", "stop-snapshot",
                                              "pause-snapshot", "resume-snapshot",
                                              "set-binlog-position"}
-    assert {s["type"] for s in own} == {"execute-snapshot", "set-binlog-position", "repair"}
+    assert {s["type"] for s in own} == {"execute-snapshot", "set-binlog-position", "repair",
+                                          "add-table"}
     for body in debezium:
         signal = _parse(body, key=b"shop")
         assert signal.refused is None and signal.id == body["id"], signal  # type: ignore[attr-defined]
@@ -142,3 +143,21 @@ def test_every_signal_output_contract_md_shows_is_taken_as_it_says() -> None:
     for body in own:
         signal = _parse(body, key=str(body["id"]).encode())
         assert signal.refused is None and signal.id == body["id"], signal  # type: ignore[attr-defined]
+
+
+def test_add_table_in_cdc_ingests_own_format_only() -> None:
+    own = _parse({"type": "add-table", "id": "a1", "tables": ["db.b", "db.c"],
+                  "snapshot": False, "config_sha256": "ab" * 32}, key=b"a1")
+    assert own.refused is None and own.tables == (("db", "b"), ("db", "c"))  # type: ignore[attr-defined]
+    assert own.with_rows is False and own.config_sha256 == "ab" * 32  # type: ignore[attr-defined]
+    rows = _parse({"type": "add-table", "id": "a2", "tables": ["db.b"], "config_sha256": "x"})
+    assert rows.refused is None and rows.with_rows is True  # type: ignore[attr-defined]
+    for bad in ({"tables": ["db.b"]}, {"tables": [], "config_sha256": "x"},
+                {"tables": ["db.b"], "config_sha256": "x", "snapshot": "no"},
+                {"tables": ["b"], "config_sha256": "x"}):
+        refused = _parse({"type": "add-table", "id": "a3", **bad})
+        assert refused.refused.startswith("malformed add-table request")  # type: ignore[attr-defined]
+    # Debezium adds a table by a configuration change: no such signal in its format
+    dbz = _parse({"type": "add-table", "data": {"data-collections": ["db.b"]}})
+    assert "is not one capture takes" in dbz.refused  # type: ignore[attr-defined]
+    assert "add-table" in dbz.refused  # type: ignore[attr-defined]
