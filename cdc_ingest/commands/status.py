@@ -35,7 +35,7 @@ class CaptureStatus:
     error: str | None = None
     purged: str | None = None  # why the committed position cannot be resumed
     snapshot: str | None = None  # an unfinished snapshot in the committed position
-    requests_waiting: int = 0  # `cdc-ingest snapshot` requests not taken yet
+    requests_waiting: int = 0  # signals (`cdc-ingest snapshot`, `add-table`, ...) not taken yet
     exit_code: int = 0  # of what went wrong (0: nothing)
     # each table's committed totals, read with the position (shown by ``status --tables``)
     table_totals: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -233,7 +233,7 @@ def _capture_lines(capture: CaptureStatus) -> list[tuple[str, str]]:
     if capture.snapshot:
         rows.append(("snapshot", capture.snapshot))
     if capture.requests_waiting:
-        rows.append(("requests", f"{capture.requests_waiting} snapshot request(s) not "
+        rows.append(("requests", f"{capture.requests_waiting} signal(s) not "
                      "taken yet (capture takes them within seconds while it runs)"))
     if capture.purged:
         rows.append(("capture PURGED", f"the committed position cannot be resumed: "

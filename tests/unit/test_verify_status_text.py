@@ -58,7 +58,7 @@ def test_status_shows_an_unfinished_snapshot_and_requests_not_taken() -> None:
                             SinkStatus("c", "g"))
     lines = render_text(status)
     assert "snapshot          table 2 of 2 (shop.b), 3 chunk(s) committed" in lines
-    assert any(line.startswith("requests          1 snapshot request(s) not taken yet")
+    assert any(line.startswith("requests          1 signal(s) not taken yet")
                for line in lines)
     assert _snapshot_progress(Position(snapshot={**state.as_json(), "done": True})) is None
     paused = _snapshot_progress(Position(snapshot={**state.as_json(), "paused": True}))
