@@ -4,11 +4,16 @@ a position records captures what the file's options would (CaptureOptions.select
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import pytest
 
-from cdc_ingest.capture.add_table import differences
-from cdc_ingest.capture.options import capture_options, selection_matcher
+from cdc_ingest.capture.add_table import differences, file_digest, take_add_table
+from cdc_ingest.capture.options import CaptureOptions, capture_options, selection_matcher
 from cdc_ingest.capture.resume import added_tables
+from cdc_ingest.capture.signal_format import Signal
+from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.config import PipelineDef, parse_pipeline
 from cdc_ingest.errors import ConfigError
 from cdc_ingest.model import Position
@@ -85,3 +90,52 @@ def test_a_start_keeps_the_committed_selection_while_an_add_table_waits() -> Non
     assert waiting == committed  # the signal takes b in, as it says
     with pytest.raises(ConfigError, match="cdc-ingest add-table"):
         added_tables(options, committed, catalog)  # type: ignore[arg-type]
+
+
+def _signal(tables: tuple[tuple[str, str], ...], digest: str, rows: bool = True) -> Signal:
+    return Signal("s1", "add-table", 4, tables, with_rows=rows, config_sha256=digest)
+
+
+def _running(tmp_path: Path, tables: str = "app.a") -> tuple[CaptureOptions, Path]:
+    path = tmp_path / "p.yaml"
+    path.write_text(TEXT.format(password="pw", tables=tables, topic="x"))
+    return capture_options(parse_pipeline(path.read_text()), path), path
+
+
+def _edit(path: Path, tables: str, topic: str = "x") -> str:
+    path.write_text(TEXT.format(password="pw", tables=tables, topic=topic))
+    return file_digest(path.read_bytes())
+
+
+def test_capture_takes_the_tables_in_with_or_without_their_rows(tmp_path: Path) -> None:
+    options, path = _running(tmp_path)
+    start = Position(gtid_set="0-1-5", tables=options.selection, signals=4)
+    digest = _edit(path, "app.(a|b)")
+    taken, note = take_add_table(options, start, _signal((("app", "b"),), digest), _Catalog())  # type: ignore[arg-type]
+    assert taken.tables == ["app.(a|b)", None] and taken.signals == 5
+    state = SnapshotState.from_json(taken.snapshot or {})
+    assert state.tables == [["app", "b"]] and state.note is not None and state.note["id"] == "s1"
+    assert b'"type":"TAKEN"' in note and b'"data_collections":"app.b"' in note
+    now, note = take_add_table(options, start, _signal((("app", "b"),), digest, rows=False),
+                               _Catalog())  # type: ignore[arg-type]
+    assert now.tables == ["app.(a|b)", None] and now.snapshot is None
+    assert b'"data_collections":"app.b (from now on)"' in note
+
+
+@pytest.mark.parametrize(("tables", "named", "edited_digest", "why"), [
+    ("app.(a|b)", (("app", "b"),), False, "is not the file the command checked"),
+    ("app.b", (("app", "b"),), True, "no longer selects app.a; add-table only takes tables in"),
+    ("app.(a|b)", (("app", "a"), ("app", "b")), True, "app.a is captured already"),
+    ("app.(a|b)", (("app", "zz"),), True, "app.zz is not a table in MySQL"),
+    ("app.a", (("app", "b"),), True, "the edited source.tables does not select app.b"),
+])
+def test_capture_refuses_what_it_cannot_take_exactly(
+        tmp_path: Path, tables: str, named: tuple[tuple[str, str], ...], edited_digest: bool,
+        why: str) -> None:
+    options, path = _running(tmp_path)
+    start = Position(gtid_set="0-1-5", tables=options.selection, signals=4)
+    digest = _edit(path, tables)
+    signal = _signal(named, digest if edited_digest else "0" * 64)
+    refused, note = take_add_table(options, start, signal, _Catalog())  # type: ignore[arg-type]
+    assert refused == replace(start, signals=5)  # past the signal, nothing else changed
+    assert b'"type":"REFUSED"' in note and why.encode() in note, note
