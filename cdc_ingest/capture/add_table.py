@@ -90,7 +90,8 @@ def take_add_table(options: CaptureOptions, start: Position, signal: Signal,
     names = ", ".join(f"{db}.{table}" for db, table in added)
     if signal.with_rows:
         taken = replace(end, tables=selection,
-                        snapshot=snapshot_of_added(start, added, catalog, signal.id))
+                        snapshot=snapshot_of_added(options, start, added, catalog,
+                                                   signal.id))
         log.info("add-table %s: %s taken in; snapshot of their rows, then the binlog from %s",
                  signal.id, names, start.describe())
     else:

@@ -139,15 +139,19 @@ def added_tables(options: CaptureOptions, start: Position, catalog: Catalog,
             "(docs/operations.md), or restore the earlier tables / tables.exclude"))
     log.info("scan.newly-added-table.enabled: snapshot of %d added table(s) (%s) first, then "
              "the binlog from %s", len(added), names, start.describe())
-    return replace(start, snapshot=snapshot_of_added(start, added, catalog),
+    return replace(start, snapshot=snapshot_of_added(options, start, added, catalog),
                    tables=options.selection)
 
 
-def snapshot_of_added(start: Position, added: list[tuple[str, str]], catalog: Catalog,
+def snapshot_of_added(options: CaptureOptions, start: Position,
+                      added: list[tuple[str, str]], catalog: Catalog,
                       snapshot_id: str | None = None) -> dict[str, Any]:
     """The snapshot state of ``start`` with the ``added`` tables to read as newly added
     tables: after what an unfinished snapshot has left, or filtered by the chunks of a
-    finished one whose binlog window is still open."""
+    finished one whose binlog window is still open. A table this pipeline captured before
+    (the schema topic knows it) gets its keys tombstoned before its first chunk, as a
+    requested snapshot does: its topic may hold keys of rows deleted while it was not
+    captured."""
     state = SnapshotState.from_json(start.snapshot) if start.snapshot is not None else None
     if state is not None and state.rekey is not None:
         raise SourceError(
@@ -155,16 +159,22 @@ def snapshot_of_added(start: Position, added: list[tuple[str, str]], catalog: Ca
             f"re-key of {state.rekey['db']}.{state.rekey['table']} is unfinished. Fix: start "
             "once with the earlier tables until capture logs that the re-key is done, then "
             "add them")
+    known = read_schema_topic(options.kafka, options.schema_topic).tables
+    again = [list(t) for t in added if t in known]
+    if again:
+        log.info("%s captured before: their keys are tombstoned before their snapshot rows "
+                 "are written", ", ".join(".".join(t) for t in again))
     server = catalog.server_identity()
     if state is None:
         state = SnapshotState([list(t) for t in added], server=server,
-                              note=new_note(INCREMENTAL, snapshot_id))
+                              note=new_note(INCREMENTAL, snapshot_id), resets=again)
     elif state.done:  # the earlier snapshot's chunks still filter the binlog
         state = SnapshotState([list(t) for t in added], chunks=state.chunks,
                               server=state.server or server,
-                              note=new_note(INCREMENTAL, snapshot_id))
+                              note=new_note(INCREMENTAL, snapshot_id), resets=again)
     else:  # unfinished: the added tables come after its own
         state.tables.extend(list(t) for t in added if list(t) not in state.tables)
+        state.resets.extend(t for t in again if t not in state.resets)
     return state.as_json()
 
 

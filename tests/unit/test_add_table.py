@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from cdc_ingest.capture import resume
 from cdc_ingest.capture.add_table import differences, file_digest, take_add_table
 from cdc_ingest.capture.options import CaptureOptions, capture_options, selection_matcher
 from cdc_ingest.capture.resume import added_tables
@@ -107,7 +109,17 @@ def _edit(path: Path, tables: str, topic: str = "x") -> str:
     return file_digest(path.read_bytes())
 
 
-def test_capture_takes_the_tables_in_with_or_without_their_rows(tmp_path: Path) -> None:
+@pytest.fixture
+def schema_topic(monkeypatch: pytest.MonkeyPatch) -> set[tuple[str, str]]:
+    """The tables the schema topic knows (captured before), in place of reading Kafka."""
+    known: set[tuple[str, str]] = set()
+    monkeypatch.setattr(resume, "read_schema_topic",
+                        lambda kafka, topic: SimpleNamespace(tables=known))
+    return known
+
+
+def test_capture_takes_the_tables_in_with_or_without_their_rows(
+        tmp_path: Path, schema_topic: set[tuple[str, str]]) -> None:
     options, path = _running(tmp_path)
     start = Position(gtid_set="0-1-5", tables=options.selection, signals=4)
     digest = _edit(path, "app.(a|b)")
@@ -115,11 +127,17 @@ def test_capture_takes_the_tables_in_with_or_without_their_rows(tmp_path: Path) 
     assert taken.tables == ["app.(a|b)", None] and taken.signals == 5
     state = SnapshotState.from_json(taken.snapshot or {})
     assert state.tables == [["app", "b"]] and state.note is not None and state.note["id"] == "s1"
+    assert state.resets == []  # never captured: its topic has nothing to tombstone
     assert b'"type":"TAKEN"' in note and b'"data_collections":"app.b"' in note
     now, note = take_add_table(options, start, _signal((("app", "b"),), digest, rows=False),
                                _Catalog())  # type: ignore[arg-type]
     assert now.tables == ["app.(a|b)", None] and now.snapshot is None
     assert b'"data_collections":"app.b (from now on)"' in note
+    # captured before, taken out, added again: its topic may hold keys of rows deleted
+    # meanwhile, so they are tombstoned before its snapshot rows
+    schema_topic.add(("app", "b"))
+    again, _ = take_add_table(options, start, _signal((("app", "b"),), digest), _Catalog())  # type: ignore[arg-type]
+    assert SnapshotState.from_json(again.snapshot or {}).resets == [["app", "b"]]
 
 
 @pytest.mark.parametrize(("tables", "named", "edited_digest", "why"), [

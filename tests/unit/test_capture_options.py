@@ -71,18 +71,31 @@ def _options(tables: str, newly: bool = True) -> object:
     return capture_options(parse_pipeline(text, ENV))
 
 
-def test_tables_added_between_runs_are_snapshotted_first() -> None:
+def test_tables_added_between_runs_are_snapshotted_first(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    from cdc_ingest.capture import resume  # noqa: PLC0415
     from cdc_ingest.capture.resume import added_tables  # noqa: PLC0415
     from cdc_ingest.capture.snapshot.state import SnapshotState  # noqa: PLC0415
     from cdc_ingest.errors import ConfigError  # noqa: PLC0415
     from cdc_ingest.model import Position  # noqa: PLC0415
 
+    known: set[tuple[str, str]] = set()  # the tables the schema topic knows
+    monkeypatch.setattr(resume, "read_schema_topic",
+                        lambda kafka, topic: SimpleNamespace(tables=known))
     catalog = _Catalog([("shop", "a"), ("shop", "b"), ("shop", "c"), ("app", "x")])
     committed = Position(gtid_set="0-1-5", file="b.1", pos=4, tables=["shop.a,shop.c", None])
     options = _options(r"shop.\.*")
     start = added_tables(options, committed, catalog)  # type: ignore[arg-type]
     state = SnapshotState.from_json(start.snapshot or {})
     assert state.tables == [["shop", "b"]] and not state.done  # a and c were captured
+    assert state.resets == []
+    # b captured before and taken out: its keys go before its snapshot rows
+    known.add(("shop", "b"))
+    again = SnapshotState.from_json(added_tables(options, committed, catalog).snapshot or {})  # type: ignore[arg-type]
+    assert again.tables == [["shop", "b"]] and again.resets == [["shop", "b"]]
+    known.clear()
     assert start.tables == [r"shop.\.*", None] and (start.file, start.pos) == ("b.1", 4)
     # the same selection: nothing to read; a position from before the selection was kept
     assert added_tables(options, start, catalog).snapshot == start.snapshot  # type: ignore[arg-type]
