@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -73,6 +74,17 @@ def _diff(a: Any, b: Any, path: str, found: list[str]) -> None:
             _diff(x, y, f"{path}[{i}]", found)
     elif a != b:
         found.append(path)
+
+
+def not_captured_yet(definition: PipelineDef, committed: list[str | None] | None,
+                     tables: Iterable[tuple[str, str]]) -> list[str]:
+    """Of ``tables``, those ``definition``'s file selects and the ``committed`` selection
+    (capture's) does not: to be taken in by add-table or a start (``cdc-ingest status``)."""
+    if committed is None:
+        return []
+    old = selection_matcher(committed)
+    return sorted(f"{db}.{t}" for db, t in tables
+                  if definition.source.captures(db, t) and not old(db, t))
 
 
 def take_add_table(options: CaptureOptions, start: Position, signal: Signal,

@@ -14,6 +14,7 @@ from typing import Any
 
 import pymysql
 
+from cdc_ingest.capture.add_table import not_captured_yet
 from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.capture.snapshot.state import SnapshotState
 from cdc_ingest.config import PipelineDef
@@ -36,6 +37,7 @@ class CaptureStatus:
     purged: str | None = None  # why the committed position cannot be resumed
     snapshot: str | None = None  # an unfinished snapshot in the committed position
     requests_waiting: int = 0  # signals (`cdc-ingest snapshot`, `add-table`, ...) not taken yet
+    not_captured_yet: list[str] = field(default_factory=list)  # the file selects them, capture not
     exit_code: int = 0  # of what went wrong (0: nothing)
     # each table's committed totals, read with the position (shown by ``status --tables``)
     table_totals: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -102,6 +104,8 @@ def capture_status(defn: PipelineDef, kafka: dict[str, Any]) -> CaptureStatus:
             status.head = catalog.latest()
             if status.position is not None:
                 status.purged = catalog.purged_before(status.position)
+                status.not_captured_yet = not_captured_yet(defn, status.position.tables,
+                                                           catalog.tables())
         finally:
             catalog.close()
         if status.position is not None and status.purged is None:
@@ -235,6 +239,10 @@ def _capture_lines(capture: CaptureStatus) -> list[tuple[str, str]]:
     if capture.requests_waiting:
         rows.append(("requests", f"{capture.requests_waiting} signal(s) not "
                      "taken yet (capture takes them within seconds while it runs)"))
+    if capture.not_captured_yet:
+        rows.append(("not captured yet", f"{', '.join(capture.not_captured_yet)}: selected by "
+                     "the pipeline file, not by the running capture; cdc-ingest add-table "
+                     "takes them in (docs/operations.md)"))
     if capture.purged:
         rows.append(("capture PURGED", f"the committed position cannot be resumed: "
                      f"{capture.purged}. Fix: {PURGED_FIX}"))

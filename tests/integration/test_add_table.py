@@ -128,6 +128,9 @@ def test_tables_added_to_a_running_pipeline_with_their_rows_or_from_now_on(
 
         # c from now on: its rows before the signal stay out, its changes after come in
         _edit(config, f"{db}.(a|b|c)")
+        status = cli("status", "--config", str(config))
+        assert re.search(rf"not captured yet +{db}\.c: selected by the pipeline file, not by "
+                         "the running capture", status.stdout), status.stdout
         now = cli("add-table", "--config", str(config), f"{db}.c", "--no-snapshot")
         assert now.returncode == 0, now.stdout + now.stderr
         assert re.search(rf"capture took request \w+: added \S*{db}\.c \(from now on\)",

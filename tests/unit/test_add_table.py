@@ -157,3 +157,13 @@ def test_capture_refuses_what_it_cannot_take_exactly(
     refused, note = take_add_table(options, start, signal, _Catalog())  # type: ignore[arg-type]
     assert refused == replace(start, signals=5)  # past the signal, nothing else changed
     assert b'"type":"REFUSED"' in note and why.encode() in note, note
+
+
+def test_status_lists_what_the_file_selects_beyond_the_committed_selection() -> None:
+    from cdc_ingest.capture.add_table import not_captured_yet  # noqa: PLC0415
+
+    tables = [("app", "a"), ("app", "b"), ("app", "c"), ("other", "x")]
+    edited = _file("app.\\.*", **{"tables.exclude": "app.c"})
+    assert not_captured_yet(edited, ["app.a", None], tables) == ["app.b"]
+    assert not_captured_yet(edited, ["app.\\.*", "app.c"], tables) == []
+    assert not_captured_yet(edited, None, tables) == []  # a release that did not record it

@@ -86,3 +86,11 @@ def test_column_facts_from_information_schema() -> None:
     assert not Column.from_row(("t", "tinyint", "tinyint(4)", None, 0, None, None)).is_tinyint1
     tm = Column.from_row((b"tm", b"TIME", b"time(3)", 3, None, None, None))
     assert (tm.name, tm.data_type, tm.fsp) == ("tm", "time", 3)
+
+
+def test_status_names_tables_the_file_selects_and_capture_does_not_yet() -> None:
+    status = PipelineStatus("p", CaptureStatus(not_captured_yet=["shop.b", "shop.c"]),
+                            SinkStatus("c", "g"))
+    assert ("not captured yet  shop.b, shop.c: selected by the pipeline file, not by the "
+            "running capture; cdc-ingest add-table takes them in (docs/operations.md)"
+            ) in render_text(status)
