@@ -37,7 +37,8 @@ from cdc_ingest.capture.notifications import signal_note
 from cdc_ingest.capture.options import CaptureOptions, selection_matcher
 from cdc_ingest.capture.resume import snapshot_of_added
 from cdc_ingest.capture.signal_format import Signal
-from cdc_ingest.config import PipelineDef, load_pipeline
+from cdc_ingest.config import PipelineDef
+from cdc_ingest.config.loader import read_pipeline
 from cdc_ingest.errors import ConfigError
 from cdc_ingest.model import Position
 from cdc_ingest.mysql import Catalog
@@ -123,18 +124,14 @@ def _refusal(options: CaptureOptions, start: Position, signal: Signal, catalog: 
     if path is None or running is None:
         return "capture was not started from a pipeline file (cdc-ingest capture --config)"
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return f"capture cannot read its pipeline file {path} ({exc.strerror})"
+        data, edited = read_pipeline(path)
+    except ConfigError as exc:
+        return f"capture cannot read its pipeline file as a valid one: {exc}"
     if file_digest(data) != signal.config_sha256:
         return (f"the pipeline file capture runs from ({path}) is not the file the command "
                 "checked (it changed since, or capture was started from another file). Fix: "
                 "run cdc-ingest add-table again with capture's pipeline file, unchanged "
                 "until capture answers")
-    try:
-        edited = load_pipeline(path)
-    except ConfigError as exc:
-        return f"the edited pipeline file is not valid: {exc}"
     changed = differences(running, edited)
     if changed:
         return (f"the edited pipeline file also changes {', '.join(changed)}, which the "

@@ -14,8 +14,8 @@ import orjson
 from cdc_ingest.capture.add_table import file_digest
 from cdc_ingest.capture.signal_format import ADD_TABLE
 from cdc_ingest.commands.snapshot import named_tables, signal_and_wait
-from cdc_ingest.config import parse_pipeline
-from cdc_ingest.errors import ConfigError, ConfigProblem
+from cdc_ingest.config.loader import read_pipeline
+from cdc_ingest.errors import ConfigProblem
 from cdc_ingest.kafka.signals import send_one
 from cdc_ingest.mysql import Catalog, connection_settings
 
@@ -24,15 +24,7 @@ def request_add_table(config_path: Path, names: list[str], echo: Callable[[str],
                       wait_s: float, with_rows: bool) -> str:
     """Check the edited file and the tables, write the signal with the file's digest, then
     wait for capture's answer (commands/snapshot.py ``signal_and_wait``); returns its id."""
-    try:
-        data = config_path.read_bytes()
-        text = data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError([ConfigProblem(str(config_path), "cannot read the pipeline file "
-                                         f"({getattr(exc, 'strerror', None) or 'not UTF-8'})",
-                                         "check the path and that this user may read it")]
-                          ) from None
-    defn = parse_pipeline(text, source_name=str(config_path), base_dir=config_path.parent)
+    data, defn = read_pipeline(config_path)
     catalog = Catalog(connection_settings(defn.source), retries=0)
     try:
         existing = set(catalog.tables())

@@ -22,14 +22,12 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import orjson
-
 from cdc_ingest import exit_codes
-from cdc_ingest.capture.notifications import REFUSED, SIGNAL
+from cdc_ingest.capture.notifications import REFUSED
 from cdc_ingest.capture.positions import PositionStore
 from cdc_ingest.capture.signals import send_repair
 from cdc_ingest.capture.snapshot.state import SnapshotState
-from cdc_ingest.commands.snapshot import SignalRefused
+from cdc_ingest.commands.snapshot import SignalRefused, answer_to
 from cdc_ingest.config import PipelineDef
 from cdc_ingest.errors import CdcIngestError
 from cdc_ingest.kafka import TopicAdmin, TopicSpec, read_topic
@@ -53,8 +51,8 @@ class RepairNotDone(CdcIngestError):
 def refusal(notes: Iterable[Message], request: str) -> str | None:
     """Why capture refused ``request`` (its Signal notification says REFUSED), or None."""
     for message in notes:
-        note = orjson.loads(message.value) if message.value is not None else {}
-        if note.get("aggregate_type") == SIGNAL and note.get("id") == request:
+        note = answer_to(message, request)
+        if note is not None:
             if note.get("type") == REFUSED:
                 return str(note.get("additional_data", {}).get("reason"))
             return None

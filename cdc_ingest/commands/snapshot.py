@@ -129,23 +129,32 @@ def _refused_filter(catalog: Catalog, db: str, table: str, where: str) -> str | 
     return None
 
 
+def answer_to(message: Message | None, request_id: str) -> dict[str, Any] | None:
+    """``message`` read as capture's Signal notification of ``request_id`` (its answer,
+    TAKEN or REFUSED), or None when it is another."""
+    if message is None or message.value is None:
+        return None
+    note = orjson.loads(message.value)
+    if note.get("aggregate_type") == SIGNAL and note.get("id") == request_id:
+        return dict(note)
+    return None
+
+
 def _answer(notes: Generator[Message | None, None, None], request_id: str, wait_s: float,
             echo: Callable[[str], None], did: str) -> None:
     """Capture's Signal notification of ``request_id``: taken (returns) or refused (raises);
     :class:`SignalNotTaken` after ``wait_s`` seconds without it."""
     deadline = time.monotonic() + wait_s
     for message in notes:
-        if message is not None and message.value is not None:
-            note = orjson.loads(message.value)
-            if note.get("aggregate_type") == SIGNAL and note.get("id") == request_id:
-                data = note.get("additional_data", {})
-                if note.get("type") == TAKEN:
-                    echo(f"capture took request {request_id}: {did} "
-                         f"{data.get('data_collections')}"
-                         + (f" (refused: {data['reason']})" if data.get("reason") else ""))
-                    return
-                raise SignalRefused(f"capture refused request {request_id}: "
-                                    f"{data.get('reason')}")
+        note = answer_to(message, request_id)
+        if note is not None:
+            data = note.get("additional_data", {})
+            if note.get("type") == TAKEN:
+                echo(f"capture took request {request_id}: {did} "
+                     f"{data.get('data_collections')}"
+                     + (f" (refused: {data['reason']})" if data.get("reason") else ""))
+                return
+            raise SignalRefused(f"capture refused request {request_id}: {data.get('reason')}")
         if time.monotonic() > deadline:
             break
     raise SignalNotTaken(

@@ -34,16 +34,24 @@ _REQUIRED_HINT = {
 
 def load_pipeline(path: str | Path, environ: Mapping[str, str] | None = None) -> PipelineDef:
     """Read and validate a pipeline file; relative ``${file:...}`` paths start at its folder."""
+    return read_pipeline(path, environ)[1]
+
+
+def read_pipeline(path: str | Path, environ: Mapping[str, str] | None = None
+                  ) -> tuple[bytes, PipelineDef]:
+    """:func:`load_pipeline`, with the bytes it read (``add-table`` sends their digest):
+    one reading, so the digest is of the definition returned."""
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        data = file.read_bytes()
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or "not UTF-8 text"
         raise ConfigError([ConfigProblem(
             str(file), f"cannot read the pipeline file ({reason})",
             "check the path and that this user may read it",
         )]) from None
-    return parse_pipeline(text, environ, source_name=str(file), base_dir=file.parent)
+    return data, parse_pipeline(text, environ, source_name=str(file), base_dir=file.parent)
 
 
 def parse_pipeline(
