@@ -1,4 +1,4 @@
-"""``cdc-ingest add-table`` on MariaDB and MySQL: a running pipeline takes in a table under a
+"""``cdc-ingest add-table`` on MariaDB 10.11 and 11.8 and MySQL: a running pipeline takes in a table under a
 writer with its existing rows, and another from now on only. Capture is SIGKILLed at a
 seeded random moment in the 4 s after the signal is sent (before it is taken, between its
 taking and its commit, or in the snapshot it plans: all three met in runs on this machine),
@@ -24,10 +24,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.conftest import admin_conn
-from tests.integration.flavors import Source
+from tests.integration.flavors import ALL_SERVERS, Source
 from tests.integration.pipeline_helpers import (
     cli,
     sink_topic,
@@ -60,6 +61,7 @@ def _keys(kafka: Any, topic: str) -> set[int]:
     return {json.loads(k)["id"] for k, v in last.items() if v is not None}
 
 
+@pytest.mark.parametrize("source", ALL_SERVERS, indirect=True)
 def test_tables_added_to_a_running_pipeline_with_their_rows_or_from_now_on(
     source: Source, kafka: Any, fresh_source_db: str, tmp_path: Path
 ) -> None:
